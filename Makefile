@@ -1,0 +1,41 @@
+# Two commands: `make` sets up and runs the main job; `make test` runs the tests.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: all setup demo test clean-results help
+
+all: demo
+
+help:
+	@echo "make          set up (.venv, the three MPI wheels under .mpi/) and run the demo"
+	@echo "make setup    only the set-up (idempotent; seconds when done)"
+	@echo "make test     run the test suite"
+
+setup: $(STAMP) mpi
+
+# the virtual environment with the harness (editable) and its dependencies
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'
+	touch $@
+
+# the MPI libraries of harness/data/libraries.yaml, each in its own prefix under .mpi/
+.PHONY: mpi
+mpi: $(STAMP)
+	$(BIN)/harness install
+
+# a small local demo: one cell per library through `harness run`
+demo: setup
+	@for lib in mpich openmpi impi; do \
+	  $(BIN)/harness run --campaign demo --library $$lib --algorithm native:auto \
+	    --procs 4 --size 1MiB --max-reps 200 || exit 1; \
+	done
+	@echo "summary: results/demo/summary.csv"
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+clean-results:
+	rm -rf results/adhoc results/demo

@@ -1,0 +1,73 @@
+"""Registry of allreduce algorithms.
+
+Every algorithm is a function ``allreduce(comm, sendbuf, recvbuf, op, ctx)`` that leaves the
+reduction of all ranks' ``sendbuf`` in ``recvbuf`` on every rank. It does no timing and no
+I/O; ``ctx`` carries the cell's parameters and scratch space allocated once, outside the
+timed loop. Families live one per module and register with ``@register``; a plugin module
+(``--plugin path.py``) can register more.
+
+``native:<name>`` is not in the registry: it is the library's own ``MPI_Allreduce``, forced
+to ``<name>`` by the launch environment (see ``harness/data/libraries.yaml``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+REGISTRY: dict[str, "Algorithm"] = {}
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    name: str
+    fn: Callable
+    family: str
+    description: str = ""
+
+
+@dataclass
+class Context:
+    """Per-cell state handed to an algorithm: parameters and reusable scratch buffers."""
+
+    params: dict = field(default_factory=dict)
+    scratch: dict = field(default_factory=dict)
+
+
+def register(name: str, *, family: str, description: str = ""):
+    """Decorator adding ``fn`` to the registry under ``name``; a duplicate name is an error."""
+
+    def deco(fn):
+        if name in REGISTRY or name.startswith("native:"):
+            raise ValueError(f"algorithm {name!r} is already registered")
+        REGISTRY[name] = Algorithm(name, fn, family, description or (fn.__doc__ or "").strip())
+        return fn
+
+    return deco
+
+
+def load_plugin(path: str | Path) -> None:
+    """Import a Python file that registers algorithms (e.g. a test-only broken one)."""
+    path = Path(path).resolve()
+    spec = importlib.util.spec_from_file_location(f"harness_plugin_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise ValueError(f"cannot import plugin {str(path)!r}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+
+def harness_names() -> list[str]:
+    return sorted(REGISTRY)
+
+
+def resolve(name: str) -> Callable:
+    """The callable behind ``name``: the native allreduce for ``native:*``, else the registry's."""
+    from .native import native_allreduce
+
+    if name.startswith("native:"):
+        return native_allreduce
+    if name not in REGISTRY:
+        raise KeyError(f"unknown algorithm {name!r}; valid: {', '.join(harness_names())}")
+    return REGISTRY[name].fn

@@ -1,0 +1,265 @@
+"""The ``harness`` command. Thin over the modules: parsing, checking, printing.
+
+Exit codes: 0 success; 1 a measurement came out ``wrong``, ``failed`` or ``timeout``;
+2 bad input (nothing is written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+
+from . import __version__, libraries, paths, results, runner, stats
+from .algorithms import harness_names, load_plugin
+from .delays import DELAY_MODES
+from .plan import Cell, Run
+from .units import format_size, format_time, parse_size, parse_time
+from .verify import DTYPES, OPS
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose errors are one line: ``harness run: error: argument --size: …``."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _typed(parse, what):
+    def conv(text):
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    conv.__name__ = what
+    return conv
+
+
+def _int_at_least(low):
+    def conv(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {value}")
+        return value
+    return conv
+
+
+def _positive_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
+
+
+def _probability(text):
+    value = _positive_float(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}")
+    return value
+
+
+def _add_run(sub):
+    p = sub.add_parser(
+        "run", help="measure one cell and write it into results/<campaign>/",
+        description="Measure one cell (library x algorithm x P x size x dtype x op x delay) "
+                    "with the stopping rule, write it into results/<campaign>/ (replacing "
+                    "that cell's older row in summary.csv) and print a short summary.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--library", default="mpich", help="MPI library (see `harness algorithms`)")
+    p.add_argument("--algorithm", default="native:auto",
+                   help="native:<name> (the library's own, forced) or a harness algorithm")
+    p.add_argument("--procs", "-n", type=_int_at_least(1), default=4, help="number of MPI processes P")
+    p.add_argument("--size", type=_typed(parse_size, "size"), default="1MiB",
+                   help="message size per rank, e.g. 8B, 64KiB, 4MiB")
+    p.add_argument("--dtype", choices=DTYPES, default="float64")
+    p.add_argument("--op", choices=OPS, default="sum")
+    p.add_argument("--delay", choices=DELAY_MODES, default="none", help="process-arrival delay mode")
+    p.add_argument("--max-delay", type=_typed(parse_time, "time"), default="0",
+                   help="maximum arrival delay, e.g. 20ms")
+    p.add_argument("--late-rank", type=_int_at_least(0), default=1,
+                   help="the late rank of --delay one-late")
+    p.add_argument("--base-compute", type=_typed(parse_time, "time"), default="0",
+                   help="compute phase every rank spends before each repetition")
+    p.add_argument("--campaign", default="adhoc", help="results go to results/<campaign>/")
+    g = p.add_argument_group("stopping rule")
+    g.add_argument("--confidence", type=_probability, default=0.95)
+    g.add_argument("--precision", type=_positive_float, default=0.025,
+                   help="stop when the CI half-width is at most this fraction of the mean")
+    g.add_argument("--min-reps", type=_int_at_least(2), default=10)
+    g.add_argument("--max-reps", type=_int_at_least(2), default=1000)
+    g.add_argument("--time-budget", type=_typed(parse_time, "time"), default="60s",
+                   help="measuring time per cell before it is marked not converged")
+    g.add_argument("--warmup", type=_int_at_least(0), default=3, help="uncounted repetitions")
+    g.add_argument("--metric", choices=("mean", "max", "min", "span"), default="mean",
+                   help="per-repetition elapsed time the rule is applied to")
+    p.add_argument("--seed", type=int, default=0, help="seed of rand-late delays")
+    p.add_argument("--timeout", type=_typed(parse_time, "time"), default="10min",
+                   help="wall-time limit of the MPI launch")
+    p.add_argument("--plugin", action="append", default=[],
+                   help="Python file registering extra algorithms (repeatable)")
+    p.add_argument("--dry-run", action="store_true", help="print the job script, write nothing")
+    p.set_defaults(func=cmd_run)
+
+
+def cmd_run(args, parser) -> int:
+    err = lambda msg: parser.error(msg)  # noqa: E731
+    try:
+        lib = libraries.get_library(args.library)
+    except KeyError as exc:
+        err(f"argument --library: {exc.args[0]}")
+    for plugin in args.plugin:
+        if not os.path.isfile(plugin):
+            err(f"argument --plugin: no such file {plugin!r}")
+        load_plugin(plugin)
+    if args.algorithm.startswith("native:"):
+        try:
+            lib.native(args.algorithm)
+        except KeyError as exc:
+            err(f"argument --algorithm: {exc.args[0]}; harness algorithms: "
+                f"{', '.join(harness_names()) or 'none'}")
+    elif args.algorithm not in harness_names():
+        err(f"argument --algorithm: unknown algorithm {args.algorithm!r}; valid: "
+            + ", ".join(lib.native_names() + harness_names()))
+    if args.late_rank >= args.procs:
+        err(f"argument --late-rank: {args.late_rank} is not a rank of P={args.procs} "
+            f"(expected 0..{args.procs - 1})")
+    if args.delay != "none" and args.max_delay == 0:
+        err(f"argument --max-delay: delay mode {args.delay} needs --max-delay > 0")
+    itemsize = {"float32": 4, "float64": 8, "int32": 4, "int64": 8}[args.dtype]
+    if args.size % itemsize:
+        err(f"argument --size: {args.size} bytes is not a whole number of {args.dtype} "
+            f"elements ({itemsize} bytes each)")
+    rule = stats.StoppingRule(args.confidence, args.precision, args.min_reps, args.max_reps,
+                              args.time_budget)
+    try:
+        rule.check()
+    except ValueError as exc:
+        err(f"stopping rule: {exc}" if "min_reps" not in str(exc) else
+            f"argument --min-reps: {args.min_reps} exceeds --max-reps {args.max_reps}")
+    if not args.campaign or "/" in args.campaign or args.campaign.startswith("."):
+        err(f"argument --campaign: expected a plain name, got {args.campaign!r}")
+    if not lib.installed():
+        err(f"argument --library: {lib.name} is not installed under {lib.prefix}; run `make setup`")
+
+    cell = Cell(library=lib.name, algorithm=args.algorithm, procs=args.procs, size=args.size,
+                dtype=args.dtype, op=args.op, delay=args.delay,
+                max_delay=args.max_delay if args.delay != "none" else 0.0,
+                late_rank=args.late_rank if args.delay == "one-late" else 0)
+    force_env = lib.native(cell.algorithm).env if cell.algorithm.startswith("native:") else {}
+    run = Run(library=lib.name, env=tuple(sorted(force_env.items())), procs=args.procs,
+              nodes=1, cells=(cell,))
+    settings = {"confidence": rule.confidence, "precision": rule.precision,
+                "min_reps": rule.min_reps, "max_reps": rule.max_reps,
+                "time_budget": rule.time_budget, "warmup": args.warmup,
+                "base_compute": args.base_compute, "metric": args.metric}
+    store = results.CampaignStore(paths.results_root(), args.campaign)
+    script, spec = runner.prepare(run, lib, store, settings, seed=args.seed, plugins=args.plugin)
+    if args.dry_run:
+        sys.stdout.write(script)
+        return 0
+
+    runner.write(store, script, spec)
+    print(f"run {run.run_id}: {lib.title} {cell.algorithm} P={cell.procs} "
+          f"size={format_size(cell.size)} {cell.dtype} {cell.op} delay={cell.delay}"
+          + (f" max={format_time(cell.max_delay)}" if cell.delay != "none" else ""), flush=True)
+    outcome = runner.execute(store, spec, timeout=args.timeout)
+    df = results.rebuild_summary(store)
+    row = df[df.cell_id == cell.cell_id]
+    if row.empty:
+        print(f"error: run {outcome}, no result for cell {cell.cell_id}", file=sys.stderr)
+        return 1
+    r = row.iloc[0]
+    _print_row(r, store)
+    return 0 if r.status in ("ok", "not-converged") else 1
+
+
+def _print_row(r, store) -> None:
+    if r.n and r.n == r.n and r["mean"] == r["mean"]:
+        hw = (r.ci_high - r.ci_low) / 2
+        print(f"  mean {format_time(r['mean'])} ± {format_time(hw)} (95% CI), "
+              f"median {format_time(r['median'])}, n={int(r.n)}, "
+              f"converged={'yes' if r.converged else 'no'}, status={r.status}")
+        if r.algbw == r.algbw and r.algbw:
+            print(f"  algbw {r.algbw / 2**20:.1f} MiB/s, busbw {r.busbw / 2**20:.1f} MiB/s")
+    else:
+        print(f"  status={r.status}")
+    if isinstance(r.error, str) and r.error:
+        print(f"  error: {r.error}")
+    print(f"  results: {store.dir}/summary.csv (cell {r.cell_id}, run {r.run_id})")
+
+
+def cmd_algorithms(args, parser) -> int:
+    for lib in libraries.catalogue().values():
+        print(f"{lib.name} ({lib.title}, {lib.wheel})")
+        for alg in lib.algorithms.values():
+            forced = " ".join(f"{k}={v}" for k, v in alg.env.items()) or "(nothing forced)"
+            print(f"  native:{alg.name:<28} {forced}")
+    names = harness_names()
+    print("harness algorithms: " + (", ".join(names) if names else "none yet"))
+    return 0
+
+
+def cmd_install(args, parser) -> int:
+    for lib in libraries.catalogue().values():
+        if libraries.install(lib):
+            print(f"installed {lib.wheel} into {lib.prefix}")
+        else:
+            print(f"{lib.wheel}: already installed in {lib.prefix}")
+    return 0
+
+
+def cmd_doctor(args, parser) -> int:
+    code = 0
+    probe = "from mpi4py import MPI; print(MPI.Get_library_version().strip().splitlines()[0])"
+    for lib in libraries.catalogue().values():
+        if not lib.installed():
+            print(f"{lib.name:8} NOT INSTALLED (run `make setup`)")
+            code = 1
+            continue
+        env = {**os.environ, **lib.run_env()}
+        for var, dirs in lib.prepend().items():
+            env[var] = ":".join(dirs + ([env[var]] if env.get(var) else []))
+        argv = lib.launch_argv(2) + [sys.executable, "-c", probe]
+        try:
+            out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+            lines = out.stdout.strip().splitlines()
+            ok = out.returncode == 0 and len(lines) == 2
+            version = lines[0] if lines else out.stderr.strip()[-200:]
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            ok, version = False, str(exc)
+        print(f"{lib.name:8} launcher {'starts' if ok else 'FAILED'}: {version}")
+        code = code or (0 if ok else 1)
+    return code
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="harness", description="Allreduce experiment harness: measure and "
+                     "compare MPI allreduce algorithms across libraries, P, sizes and delays.")
+    parser.add_argument("--version", action="version", version=f"harness {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _add_run(sub)
+    p = sub.add_parser("algorithms", help="list every library's forcible algorithms")
+    p.set_defaults(func=cmd_algorithms)
+    p = sub.add_parser("install", help="install the MPI libraries' wheels under .mpi/ (idempotent)")
+    p.set_defaults(func=cmd_install)
+    p = sub.add_parser("doctor", help="each library's version string and whether its launcher starts")
+    p.set_defaults(func=cmd_doctor)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    sub = parser._subparsers._group_actions[0].choices[args.command]  # for one-line errors
+    return args.func(args, sub)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,191 @@
+"""The results store of a campaign, ``results/<campaign>/``:
+
+- ``jobs/<run>.sh`` and ``jobs/<run>.json``: the rendered job script and the run's spec;
+- ``raw/<run>.parquet``: one row per repetition (per-rank arrival, finish and delay);
+- ``runs/<run>.json``: provenance of the run and status + statistics of each of its cells;
+- ``summary.csv``: one row per cell, rebuilt from ``runs/*.json`` (newest result of a cell
+  wins, so a rerun of a cell replaces its older row).
+
+Every write goes to a temporary file in the same directory, then is renamed into place.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+
+STATUSES = ("ok", "wrong", "timeout", "failed", "not-converged")
+
+SUMMARY_COLUMNS = [
+    "campaign", "cell_id", "run_id", "library", "library_version", "algorithm", "procs",
+    "nodes", "size", "count", "dtype", "op", "delay", "max_delay", "late_rank", "params",
+    "metric", "n", "mean", "ci_low", "ci_high", "rel_halfwidth", "std", "median",
+    "median_ci_low", "median_ci_high", "min", "max", "normality_p", "converged", "status",
+    "error", "algbw", "busbw", "warmup", "seed", "host", "git_commit", "config_hash",
+    "finished",
+]
+
+
+def now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode())
+
+
+def _json_default(obj):
+    if hasattr(obj, "item"):
+        return obj.item()
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def _clean(obj):
+    """NaN and infinities become null, so the JSON is standard."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def write_json(path: Path, doc) -> None:
+    atomic_write_text(path, json.dumps(_clean(doc), indent=1, default=_json_default) + "\n")
+
+
+def read_json(path: Path):
+    with open(path) as fh:
+        return json.load(fh)
+
+
+def write_parquet(path: Path, table) -> None:
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class CampaignStore:
+    """Paths of one campaign's results."""
+
+    def __init__(self, root: Path, campaign: str):
+        self.campaign = campaign
+        self.dir = Path(root) / campaign
+
+    def job_script(self, run_id: str) -> Path:
+        return self.dir / "jobs" / f"{run_id}.sh"
+
+    def job_spec(self, run_id: str) -> Path:
+        return self.dir / "jobs" / f"{run_id}.json"
+
+    def raw(self, run_id: str) -> Path:
+        return self.dir / "raw" / f"{run_id}.parquet"
+
+    def run_doc(self, run_id: str) -> Path:
+        return self.dir / "runs" / f"{run_id}.json"
+
+    @property
+    def summary(self) -> Path:
+        return self.dir / "summary.csv"
+
+
+def mark_unfinished(spec: dict, status: str, error: str) -> dict:
+    """Record every cell of ``spec`` that has no result yet with ``status`` (``failed`` or
+    ``timeout``), keeping the cells the run finished. Returns the run document."""
+    path = Path(spec["outputs"]["run"])
+    doc = read_json(path) if path.is_file() else {
+        "run_id": spec["run_id"], "campaign": spec["campaign"], "library": spec["library"],
+        "procs": spec["procs"], "nodes": spec["nodes"], "provenance": {}, "cells": []}
+    done = {c["cell_id"] for c in doc["cells"]}
+    for cell in spec["cells"]:
+        if cell["cell_id"] not in done:
+            doc["cells"].append({"cell_id": cell["cell_id"], "cell": cell, "status": status,
+                                 "error": error, "stats": {}, "converged": False,
+                                 "finished": now()})
+    doc["status"] = status
+    doc.setdefault("finished", now())
+    write_json(path, doc)
+    return doc
+
+
+def summary_rows(doc: dict, settings: dict | None = None) -> list[dict]:
+    """One summary row per cell of a run document."""
+    prov = doc.get("provenance") or {}
+    rows = []
+    for entry in doc["cells"]:
+        cell, st = entry["cell"], entry.get("stats") or {}
+        mean = st.get("mean")
+        procs = cell["procs"]
+        algbw = cell["size"] / mean if mean else None
+        rows.append({
+            "campaign": doc.get("campaign"),
+            "cell_id": entry["cell_id"],
+            "run_id": doc["run_id"],
+            **{k: cell.get(k) for k in ("library", "algorithm", "procs", "nodes", "size", "count",
+                                        "dtype", "op", "delay", "max_delay", "late_rank")},
+            "params": json.dumps(dict(cell.get("params") or [])),
+            "library_version": prov.get("library_version"),
+            "metric": entry.get("metric"),
+            **{k: st.get(k) for k in ("n", "mean", "ci_low", "ci_high", "rel_halfwidth", "std",
+                                      "median", "median_ci_low", "median_ci_high", "min", "max",
+                                      "normality_p")},
+            "converged": entry.get("converged"),
+            "status": entry["status"],
+            "error": entry.get("error"),
+            "algbw": algbw,
+            "busbw": algbw * 2 * (procs - 1) / procs if algbw else None,
+            "warmup": entry.get("warmup"),
+            "seed": entry.get("seed"),
+            "host": ",".join(sorted(set(prov.get("hosts") or []))) or None,
+            "git_commit": prov.get("git_commit"),
+            "config_hash": prov.get("config_hash"),
+            "finished": entry.get("finished"),
+        })
+    return rows
+
+
+def rebuild_summary(store: CampaignStore):
+    """Rewrite ``summary.csv`` from every run document; the newest result of a cell wins."""
+    import pandas as pd
+
+    rows = []
+    for path in sorted((store.dir / "runs").glob("*.json")):
+        rows.extend(summary_rows(read_json(path)))
+    df = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    if not df.empty:
+        df = df.sort_values("finished").drop_duplicates("cell_id", keep="last")
+        df = df.sort_values(["library", "algorithm", "procs", "size", "dtype", "op", "delay",
+                             "max_delay"], kind="stable")
+    atomic_write_text(store.summary, df.to_csv(index=False))
+    return df

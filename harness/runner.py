@@ -1,0 +1,114 @@
+"""From a run to its job script, and executing it: shared by ``harness run`` and the workflow.
+
+``prepare`` renders the job script and the run spec; ``write`` stores both under
+``results/<campaign>/jobs/``; ``execute`` runs the script with a wall-time limit and records
+cells the run did not finish as ``failed`` or ``timeout``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from . import __version__, paths, results, templates
+from .libraries import Library
+from .plan import Run
+
+TEMPLATE = "run.sh.j2"
+
+
+def git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(paths.REPO_ROOT), "rev-parse", "HEAD"],
+                             capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "-C", str(paths.REPO_ROOT), "status", "--porcelain",
+                                "--untracked-files=no"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def prepare(run: Run, lib: Library, store: results.CampaignStore, settings: dict, *,
+            seed: int = 0, plugins=(), config_hash: str | None = None,
+            python: str | None = None) -> tuple[str, dict]:
+    """The job script text and the run spec of ``run``."""
+    run_id = run.run_id
+    spec = {
+        "run_id": run_id,
+        "campaign": store.campaign,
+        "library": lib.name,
+        "procs": run.procs,
+        "nodes": run.nodes,
+        "env": dict(run.env),
+        "settings": settings,
+        "seed": seed,
+        "plugins": [str(Path(p).resolve()) for p in plugins],
+        "cells": [c.to_dict() for c in run.cells],
+        "outputs": {"run": str(store.run_doc(run_id)), "raw": str(store.raw(run_id))},
+        "jobscript": str(store.job_script(run_id)),
+        "git_commit": git_commit(),
+        "config_hash": config_hash,
+    }
+    env = {**lib.run_env(), **dict(run.env)}
+    script = templates.render(
+        TEMPLATE,
+        run_id=run_id, campaign=store.campaign, library=lib.name, procs=run.procs,
+        ncells=len(run.cells), harness_version=__version__, setup=list(lib.setup), env=env,
+        prepend=lib.prepend(), workdir=str(paths.REPO_ROOT),
+        launch=lib.launch_argv(run.procs, run.nodes), python=python or sys.executable,
+        spec=str(store.job_spec(run_id)),
+    )
+    return script, spec
+
+
+def write(store: results.CampaignStore, script: str, spec: dict) -> Path:
+    path = store.job_script(spec["run_id"])
+    results.write_json(store.job_spec(spec["run_id"]), spec)
+    results.atomic_write_text(path, script)
+    path.chmod(0o755)
+    return path
+
+
+def execute(store: results.CampaignStore, spec: dict, timeout: float | None = None,
+            stdout=None, stderr=None) -> str:
+    """Run the job script; returns ``complete``, ``failed`` or ``timeout``. On a failure or a
+    timeout, the cells without a result are recorded with that status."""
+    script = store.job_script(spec["run_id"])
+    proc = subprocess.Popen(["bash", str(script)], stdout=stdout, stderr=stderr,
+                            start_new_session=True)
+    try:
+        rc = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        results.mark_unfinished(spec, "timeout", f"run exceeded its wall-time limit of {timeout:g} s")
+        return "timeout"
+    except KeyboardInterrupt:
+        _kill_group(proc)
+        results.mark_unfinished(spec, "failed", "interrupted")
+        raise
+    if rc != 0:
+        results.mark_unfinished(spec, "failed", f"job script exited with status {rc}")
+        return "failed"
+    doc_path = Path(spec["outputs"]["run"])
+    if not doc_path.is_file():
+        results.mark_unfinished(spec, "failed", "job script exited 0 but wrote no run document")
+        return "failed"
+    return "complete"
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=5)
+            return
+        except subprocess.TimeoutExpired:
+            continue

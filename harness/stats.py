@@ -1,0 +1,123 @@
+"""The repetition stopping rule and the statistics of one cell. Pure functions, no MPI.
+
+Stopping rule (SUARA paper, Section 5): after ``min_reps`` repetitions, stop as soon as the
+Student-t confidence half-width ``t((1+c)/2, n-1) * s / sqrt(n)`` is at most ``precision``
+times the mean; stop at ``max_reps`` or when the cell's time budget is spent, and then the
+cell is *not converged*.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from scipy import stats as _st
+
+
+@dataclass(frozen=True)
+class StoppingRule:
+    confidence: float = 0.95
+    precision: float = 0.025
+    min_reps: int = 10
+    max_reps: int = 1000
+    time_budget: float = 60.0  # seconds of measuring per cell
+
+    def check(self) -> None:
+        """Raise ValueError naming the setting that is out of range."""
+        if not 0 < self.confidence < 1:
+            raise ValueError(f"confidence must be between 0 and 1 (exclusive), got {self.confidence}")
+        if not self.precision > 0:
+            raise ValueError(f"precision must be > 0, got {self.precision}")
+        if self.min_reps < 2:
+            raise ValueError(f"min_reps must be >= 2, got {self.min_reps}")
+        if self.max_reps < self.min_reps:
+            raise ValueError(f"min_reps ({self.min_reps}) must not exceed max_reps ({self.max_reps})")
+        if not self.time_budget > 0:
+            raise ValueError(f"time_budget must be > 0, got {self.time_budget}")
+
+
+@lru_cache(maxsize=4096)
+def t_quantile(confidence: float, dof: int) -> float:
+    """Two-sided Student-t critical value t((1+confidence)/2, dof)."""
+    return float(_st.t.ppf((1.0 + confidence) / 2.0, dof))
+
+
+def half_width(samples, confidence: float) -> float:
+    """Half-width of the Student-t confidence interval of the mean (NaN below two samples)."""
+    x = np.asarray(samples, dtype=float)
+    n = x.size
+    if n < 2:
+        return math.nan
+    return t_quantile(confidence, n - 1) * float(x.std(ddof=1)) / math.sqrt(n)
+
+
+def rule_holds(samples, rule: StoppingRule) -> bool:
+    """True when enough repetitions were made and the interval is narrow enough."""
+    n = len(samples)
+    if n < max(rule.min_reps, 2):
+        return False
+    mean = float(np.mean(samples))
+    return half_width(samples, rule.confidence) <= rule.precision * abs(mean)
+
+
+def median_interval(samples, confidence: float) -> tuple[float, float]:
+    """Distribution-free interval of the median from order statistics (binomial, p=1/2).
+
+    With too few samples for the requested confidence the interval is (min, max).
+    """
+    x = np.sort(np.asarray(samples, dtype=float))
+    n = x.size
+    if n == 0:
+        return (math.nan, math.nan)
+    alpha = 1.0 - confidence
+    # largest j (1-based) with P(B <= j-1) <= alpha/2, B ~ Binomial(n, 1/2)
+    j = int(_st.binom.ppf(alpha / 2.0, n, 0.5))
+    if j < 1:
+        return (float(x[0]), float(x[-1]))
+    if _st.binom.cdf(j - 1, n, 0.5) > alpha / 2.0:
+        j -= 1
+    if j < 1:
+        return (float(x[0]), float(x[-1]))
+    k = n - j + 1
+    return (float(x[j - 1]), float(x[k - 1]))
+
+
+def normality_p(samples) -> float:
+    """Shapiro-Wilk p-value (NaN when n < 3 or all samples are equal)."""
+    x = np.asarray(samples, dtype=float)
+    if x.size < 3 or np.ptp(x) == 0:
+        return math.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(_st.shapiro(x[:5000]).pvalue)
+
+
+def summarize(samples, confidence: float) -> dict:
+    """Everything the summary row says about one metric's repetitions."""
+    x = np.asarray(samples, dtype=float)
+    n = int(x.size)
+    if n == 0:
+        nan = math.nan
+        return dict(n=0, mean=nan, std=nan, ci_low=nan, ci_high=nan, rel_halfwidth=nan,
+                    median=nan, median_ci_low=nan, median_ci_high=nan, min=nan, max=nan,
+                    normality_p=nan)
+    mean = float(x.mean())
+    hw = half_width(x, confidence)
+    mlo, mhi = median_interval(x, confidence)
+    return dict(
+        n=n,
+        mean=mean,
+        std=float(x.std(ddof=1)) if n > 1 else math.nan,
+        ci_low=mean - hw,
+        ci_high=mean + hw,
+        rel_halfwidth=hw / abs(mean) if mean else math.nan,
+        median=float(np.median(x)),
+        median_ci_low=mlo,
+        median_ci_high=mhi,
+        min=float(x.min()),
+        max=float(x.max()),
+        normality_p=normality_p(x),
+    )

@@ -1,0 +1,85 @@
+"""Sizes and times as people write them: ``64KiB``, ``1MB``, ``50ms``, ``2.5s``.
+
+Binary prefixes (KiB, MiB, GiB) are powers of 1024; decimal ones (kB, MB, GB) are powers of
+1000; a bare number is bytes (sizes) or seconds (times). Parsers raise ``ValueError`` with a
+message that says what was expected.
+"""
+
+from __future__ import annotations
+
+import re
+
+_SIZE_UNITS = {
+    "": 1, "b": 1,
+    "k": 1024, "kib": 1024, "ki": 1024,
+    "m": 1024**2, "mib": 1024**2, "mi": 1024**2,
+    "g": 1024**3, "gib": 1024**3, "gi": 1024**3,
+    "kb": 1000, "mb": 1000**2, "gb": 1000**3,
+}
+_TIME_UNITS = {
+    "": 1.0, "s": 1.0, "sec": 1.0,
+    "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9,
+    "min": 60.0, "m": 60.0, "h": 3600.0,
+}
+_NUMBER = re.compile(r"\s*(-?)\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Zµ]*)\s*")
+
+
+def parse_size(text: str | int) -> int:
+    """Bytes in ``text`` (``"64KiB"`` -> 65536). Must be a whole, non-negative number of bytes."""
+    if isinstance(text, bool):
+        raise ValueError(f"expected a size such as 64KiB or 1MiB, got {text!r}")
+    if isinstance(text, int):
+        if text < 0:
+            raise ValueError(f"expected a non-negative size, got {text}")
+        return text
+    m = _NUMBER.fullmatch(str(text))
+    unit = m.group(3).lower() if m else None
+    if not m or unit not in _SIZE_UNITS:
+        raise ValueError(f"expected a size such as 64KiB, 1MiB or 4096, got {text!r}")
+    if m.group(1):
+        raise ValueError(f"expected a non-negative size, got {text!r}")
+    value = float(m.group(2)) * _SIZE_UNITS[unit]
+    if value != int(value):
+        raise ValueError(f"expected a whole number of bytes, got {text!r}")
+    return int(value)
+
+
+def parse_time(text: str | float | int) -> float:
+    """Seconds in ``text`` (``"50ms"`` -> 0.05). Negative times are rejected."""
+    if isinstance(text, bool):
+        raise ValueError(f"expected a time such as 50ms or 2s, got {text!r}")
+    if isinstance(text, (int, float)):
+        if text < 0:
+            raise ValueError(f"expected a non-negative time, got {text}")
+        return float(text)
+    m = _NUMBER.fullmatch(str(text))
+    unit = m.group(3) if m else None
+    if unit is not None and unit not in _TIME_UNITS:
+        unit = unit.lower() if unit.lower() in _TIME_UNITS else None
+    if not m or unit is None:
+        raise ValueError(f"expected a time such as 50ms, 200us or 2s, got {text!r}")
+    if m.group(1):
+        raise ValueError(f"expected a non-negative time, got {text!r}")
+    return float(m.group(2)) * _TIME_UNITS[unit]
+
+
+def format_size(nbytes: int) -> str:
+    """``65536`` -> ``"64KiB"``; exact binary multiples get a prefix, others stay in bytes."""
+    for unit, factor in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if nbytes >= factor and nbytes % factor == 0:
+            return f"{nbytes // factor}{unit}"
+    return f"{nbytes}B"
+
+
+def format_time(seconds: float) -> str:
+    """A duration with a unit that reads naturally: ``1.234 ms``, ``56.7 us``, ``2.00 s``."""
+    if seconds != seconds:  # NaN
+        return "n/a"
+    a = abs(seconds)
+    if a >= 1:
+        return f"{seconds:.3g} s" if a < 100 else f"{seconds:.0f} s"
+    if a >= 1e-3:
+        return f"{seconds * 1e3:.4g} ms"
+    if a >= 1e-6 or a == 0:
+        return f"{seconds * 1e6:.4g} us"
+    return f"{seconds * 1e9:.4g} ns"
