@@ -24,7 +24,7 @@ import numpy as np
 
 from . import __version__, results, stats, verify
 from .algorithms import Context, load_plugin, resolve
-from .delays import compute_phase, delay_vector
+from .delays import compute_phase, delay_vector, wait_until
 from .plan import Cell
 
 ENV_PREFIXES = ("OMPI_", "MPIR_CVAR_", "I_MPI_", "SLURM_", "MPI4PY_", "PMI_", "HYDRA_", "HARNESS_")
@@ -35,106 +35,149 @@ def _mpi_op(MPI, name: str):
     return {"sum": MPI.SUM, "prod": MPI.PROD, "max": MPI.MAX, "min": MPI.MIN}[name]
 
 
+class _Cell:
+    """Buffers, reference and clocks of one cell; ``repetition`` runs one synchronised, timed,
+    verified call and returns every rank's (arrival, finish, verified, seconds in cell, clock
+    offset, late start) after one Allgather."""
+
+    MAX_WINDOW = 0.5
+
+    def __init__(self, comm, cell: Cell, settings: dict, seed: int, algorithm=None):
+        from mpi4py import MPI
+
+        self.comm, self.cell, self.seed = comm, cell, seed
+        self.rank, self.procs = comm.Get_rank(), comm.Get_size()
+        self.base = float(settings.get("base_compute", 0.0))
+        sync = settings.get("sync", "auto")
+        self.sync = ("barrier" if cell.delay == "none" else "window") if sync == "auto" else sync
+        self.window = float(settings.get("window", 0.001))
+        self.fn = algorithm or resolve(cell.algorithm)
+        self.op = _mpi_op(MPI, cell.op)
+        self.send = verify.contribution(self.rank, cell.count, cell.dtype, cell.op)
+        self.recv = np.empty(cell.count, dtype=cell.dtype)
+        self.want = verify.expected(self.procs, cell.count, cell.dtype, cell.op)
+        self.bad = verify.sentinel(cell.dtype)
+        self.ctx = Context(params=dict(cell.params))
+        self.wtime = MPI.Wtime
+        self.exch = np.zeros(6)
+        self.every = np.zeros((self.procs, 6))
+        self.start_at = np.zeros(1)
+        self.error = None
+        # Wtime need not be comparable across ranks (Open MPI's counts from each process's
+        # init), so arrivals and finishes are put on the host's real-time clock, counted from
+        # an epoch rank 0 broadcasts; elapsed times use Wtime alone.
+        self.epoch = comm.bcast(time.time(), root=0)
+        self.offset = (time.time() - self.epoch) - self.wtime()
+        hosts = comm.allgather(MPI.Get_processor_name())
+        self.common_clock = bool(comm.Get_attr(MPI.WTIME_IS_GLOBAL)) or len(set(hosts)) == 1
+        self.t0 = self.wtime()
+
+    def clock(self) -> float:
+        return time.time() - self.epoch
+
+    def repetition(self, delays) -> np.ndarray:
+        comm, rank, recv, fn, wtime = self.comm, self.rank, self.recv, self.fn, self.wtime
+        send, op, ctx = self.send, self.op, self.ctx
+        wait = self.base + delays[rank]
+        late_start = 0.0
+        recv.fill(self.bad)
+        comm.Barrier()
+        comm.Barrier()
+        if self.sync == "window":
+            if rank == 0:
+                self.start_at[0] = self.clock() + self.window
+            comm.Bcast(self.start_at, root=0)
+            late_start = 0.0 if wait_until(self.start_at[0] + wait, self.clock) else 1.0
+        elif wait > 0:
+            compute_phase(wait)
+        try:
+            a = wtime()
+            fn(comm, send, recv, op, ctx)
+            f = wtime()
+            ok = 1.0 if np.array_equal(recv, self.want) else 0.0
+        except Exception as exc:  # e.g. MPICH refusing an inapplicable forced algorithm
+            a = f = wtime()
+            ok = -1.0
+            self.error = f"{type(exc).__name__}: {exc}".strip()
+        self.exch[:] = (a, f, ok, f - self.t0, self.offset, late_start)
+        comm.Allgather(self.exch, self.every)
+        if self.every[:, 5].any():  # someone got the start time too late: widen the window
+            self.window = min(2 * self.window, self.MAX_WINDOW)
+        return self.every
+
+
 def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None):
-    """Measure one cell on ``comm``. Returns (entry for the run document, raw rows or None).
+    """Measure one cell on ``comm``. Returns (entry for the run document, raw columns or None).
 
-    ``entry`` holds status, error, stats of the chosen metric and of every metric.
+    ``entry`` holds the status, the error, the statistics of the chosen metric and of every
+    metric. A wrong or failed call ends the cell at once and is never reported as a time.
     """
-    from mpi4py import MPI
-
-    rank, procs = comm.Get_rank(), comm.Get_size()
     rule = stats.StoppingRule(
         confidence=settings["confidence"], precision=settings["precision"],
         min_reps=settings["min_reps"], max_reps=settings["max_reps"],
         time_budget=settings["time_budget"])
     metric = settings.get("metric", "mean")
     warmup = int(settings.get("warmup", 0))
-    base = float(settings.get("base_compute", 0.0))
-    fn = algorithm or resolve(cell.algorithm)
-    op = _mpi_op(MPI, cell.op)
-    count = cell.count
-    send = verify.contribution(rank, count, cell.dtype, cell.op)
-    recv = np.empty(count, dtype=cell.dtype)
-    want = verify.expected(procs, count, cell.dtype, cell.op)
-    bad = verify.sentinel(cell.dtype)
-    ctx = Context(params=dict(cell.params))
-    wtime, barrier = MPI.Wtime, comm.Barrier
-    exch = np.zeros(4)
-    every = np.zeros((procs, 4))
-    global_clock = bool(comm.Get_attr(MPI.WTIME_IS_GLOBAL))
+    m = _Cell(comm, cell, settings, seed, algorithm)
+    procs = m.procs
 
-    entry = {"cell_id": cell.cell_id, "cell": cell.to_dict(), "metric": metric, "warmup": warmup,
-             "seed": seed, "error": None}
-    try:
-        for _ in range(warmup):
-            barrier()
-            fn(comm, send, recv, op, ctx)
-    except Exception as exc:  # the library refused (e.g. MPICH fallback=error)
-        entry.update(status="failed", error=f"{type(exc).__name__}: {exc}".strip(), stats={},
-                     converged=False, finished=results.now())
-        return entry, None
+    def verdict(every, rep):
+        if (every[:, 2] < 0).any():
+            return "failed", m.error or "an algorithm call raised on another rank"
+        if (every[:, 2] == 0).any():
+            ranks = [int(r) for r in np.flatnonzero(every[:, 2] == 0)]
+            return "wrong", f"result differs from the reference on ranks {ranks} in repetition {rep}"
+        return None, None
 
-    series = {m: [] for m in METRICS}
-    arrivals, finishes, delays_all = [], [], []
     status, error = None, None
-    t0 = wtime()
+    for w in range(warmup):  # same path as a measured repetition, own delay draws, not kept
+        delays = delay_vector(cell.delay, cell.max_delay, procs, cell.late_rank, seed, 2**31 + w)
+        status, error = verdict(m.repetition(delays), f"warm-up {w + 1}")
+        if status:
+            break
+
+    series = {k: [] for k in METRICS}
+    arrivals, finishes, delays_all, late_starts = [], [], [], []
     rep = 0
-    while True:
+    while not status:
         delays = delay_vector(cell.delay, cell.max_delay, procs, cell.late_rank, seed, rep)
-        recv.fill(bad)
-        wait = base + delays[rank]
-        barrier()
-        barrier()
-        if wait > 0:
-            compute_phase(wait)
-        try:
-            a = wtime()
-            fn(comm, send, recv, op, ctx)
-            f = wtime()
-            ok = 1.0 if np.array_equal(recv, want) else 0.0
-        except Exception as exc:
-            a = f = wtime()
-            ok = -1.0
-            error = f"{type(exc).__name__}: {exc}".strip()
-        exch[0], exch[1], exch[2], exch[3] = a, f, ok, f - t0
-        comm.Allgather(exch, every)
+        every = m.repetition(delays)
         rep += 1
-        a_all, f_all = every[:, 0], every[:, 1]
-        e = f_all - a_all
+        e = every[:, 1] - every[:, 0]
+        a_all, f_all = every[:, 0] + every[:, 4], every[:, 1] + every[:, 4]
         series["mean"].append(float(e.mean()))
         series["max"].append(float(e.max()))
         series["min"].append(float(e.min()))
-        series["span"].append(float(f_all.max() - a_all.min()) if global_clock else float("nan"))
-        arrivals.append(a_all.copy())
-        finishes.append(f_all.copy())
-        delays_all.append(delays)
-        if (every[:, 2] < 0).any():
-            status = "failed"
-            error = error or "an algorithm call raised on another rank"
-            break
-        if (every[:, 2] == 0).any():
-            status = "wrong"
-            wrong_ranks = [int(r) for r in np.flatnonzero(every[:, 2] == 0)]
-            error = f"result differs from the reference on ranks {wrong_ranks} in repetition {rep}"
-            break
-        if stats.rule_holds(series[metric], rule):
-            status = "ok"
-            break
-        if rep >= rule.max_reps or every[:, 3].max() >= rule.time_budget:
-            status = "not-converged"
-            break
+        series["span"].append(float(f_all.max() - a_all.min()) if m.common_clock else float("nan"))
+        arrivals.append(a_all.tolist())
+        finishes.append(f_all.tolist())
+        delays_all.append(delays.tolist())
+        late_starts.append(int(every[:, 5].sum()))
+        status, error = verdict(every, rep)
+        if not status:
+            status = stats.decide(series[metric], rule, float(every[:, 3].max()))
 
-    summaries = {m: stats.summarize(series[m], rule.confidence) for m in METRICS}
-    entry.update(status=status, error=error, stats=summaries[metric], all_stats=summaries,
-                 converged=status == "ok", finished=results.now())
-    raw = {
-        "cell_id": [cell.cell_id] * rep,
-        "rep": list(range(rep)),
-        **{f"{m}_elapsed": series[m] for m in METRICS},
-        "arrival": [x.tolist() for x in arrivals],
-        "finish": [x.tolist() for x in finishes],
-        "delay": [x.tolist() for x in delays_all],
-    }
+    entry = {"cell_id": cell.cell_id, "cell": cell.to_dict(), "metric": metric, "warmup": warmup,
+             "seed": seed, "sync": m.sync, "window": m.window if m.sync == "window" else None,
+             "status": status, "error": error, "converged": status == "ok"}
+    if status in ("ok", "not-converged"):
+        summaries = {k: stats.summarize(series[k], rule.confidence) for k in METRICS}
+        entry.update(stats=summaries[metric], all_stats=summaries)
+    else:
+        entry["stats"] = {"n": rep}
+    entry["finished"] = results.now()
+    raw = None
+    if rep:
+        raw = {
+            "cell_id": [cell.cell_id] * rep,
+            "rep": list(range(rep)),
+            **{f"{k}_elapsed": series[k] for k in METRICS},
+            "epoch": [m.epoch] * rep,  # arrival and finish are seconds after this Unix time
+            "arrival": arrivals,
+            "finish": finishes,
+            "delay": delays_all,
+            "late_starts": late_starts,  # ranks that got the window's start time too late
+        }
     return entry, raw
 
 

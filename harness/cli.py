@@ -13,7 +13,7 @@ import sys
 
 from . import __version__, libraries, paths, results, runner, stats
 from .algorithms import harness_names, load_plugin
-from .delays import DELAY_MODES
+from .delays import DELAY_MODES, SYNC_MODES
 from .plan import Cell, Run
 from .units import format_size, format_time, parse_size, parse_time
 from .verify import DTYPES, OPS
@@ -87,6 +87,9 @@ def _add_run(sub):
                    help="the late rank of --delay one-late")
     p.add_argument("--base-compute", type=_typed(parse_time, "time"), default="0",
                    help="compute phase every rank spends before each repetition")
+    p.add_argument("--sync", choices=SYNC_MODES, default="auto",
+                   help="start of each repetition: two barriers, or a common start time after "
+                        "them (window); auto = window when a delay mode is set")
     p.add_argument("--campaign", default="adhoc", help="results go to results/<campaign>/")
     g = p.add_argument_group("stopping rule")
     g.add_argument("--confidence", type=_probability, default=0.95)
@@ -158,7 +161,7 @@ def cmd_run(args, parser) -> int:
     settings = {"confidence": rule.confidence, "precision": rule.precision,
                 "min_reps": rule.min_reps, "max_reps": rule.max_reps,
                 "time_budget": rule.time_budget, "warmup": args.warmup,
-                "base_compute": args.base_compute, "metric": args.metric}
+                "base_compute": args.base_compute, "metric": args.metric, "sync": args.sync}
     store = results.CampaignStore(paths.results_root(), args.campaign)
     script, spec = runner.prepare(run, lib, store, settings, seed=args.seed, plugins=args.plugin)
     if args.dry_run:
@@ -180,16 +183,20 @@ def cmd_run(args, parser) -> int:
     return 0 if r.status in ("ok", "not-converged") else 1
 
 
+def _present(value) -> bool:
+    return value is not None and value == value
+
+
 def _print_row(r, store) -> None:
-    if r.n and r.n == r.n and r["mean"] == r["mean"]:
-        hw = (r.ci_high - r.ci_low) / 2
+    if r.status in ("ok", "not-converged") and _present(r["mean"]):
+        hw = (r.ci_high - r.ci_low) / 2 if _present(r.ci_high) else float("nan")
         print(f"  mean {format_time(r['mean'])} ± {format_time(hw)} (95% CI), "
               f"median {format_time(r['median'])}, n={int(r.n)}, "
               f"converged={'yes' if r.converged else 'no'}, status={r.status}")
-        if r.algbw == r.algbw and r.algbw:
+        if _present(r.algbw):
             print(f"  algbw {r.algbw / 2**20:.1f} MiB/s, busbw {r.busbw / 2**20:.1f} MiB/s")
     else:
-        print(f"  status={r.status}")
+        print(f"  status={r.status}" + (f" after {int(r.n)} repetition(s)" if _present(r.n) else ""))
     if isinstance(r.error, str) and r.error:
         print(f"  error: {r.error}")
     print(f"  results: {store.dir}/summary.csv (cell {r.cell_id}, run {r.run_id})")

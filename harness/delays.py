@@ -10,6 +10,12 @@ modes (``max_delay`` in seconds):
 - ``linear-skew``: rank ``i`` is ``i/(P-1) * max_delay`` late.
 
 The vector is computed identically on every rank.
+
+Synchronisation before the compute phase (setting ``sync``): ``barrier`` (two barriers, as
+the PAP benchmark) or ``window``: after the barriers rank 0 announces a start time a few
+milliseconds ahead and every rank computes from that instant, so arrival differences equal
+the injected delays (barrier exits can differ by scheduling noise, which a window absorbs).
+``auto`` uses ``window`` when a delay mode is set and ``barrier`` otherwise.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import time
 import numpy as np
 
 DELAY_MODES = ("none", "one-late", "rand-late", "linear-skew")
+SYNC_MODES = ("auto", "barrier", "window")
 SPIN_TAIL = 200e-6  # sleep until this close to the deadline, then spin
 
 
@@ -38,12 +45,20 @@ def delay_vector(mode: str, max_delay: float, procs: int, late_rank: int, seed: 
     return d
 
 
-def compute_phase(seconds: float, clock=time.perf_counter) -> None:
-    """Busy-free wait of ``seconds``: sleep, then spin the last ``SPIN_TAIL`` for precision."""
-    if seconds <= 0:
-        return
-    deadline = clock() + seconds
-    if seconds > SPIN_TAIL:
-        time.sleep(seconds - SPIN_TAIL)
+def wait_until(deadline: float, clock=time.perf_counter) -> bool:
+    """Sleep, then spin the last ``SPIN_TAIL``, until ``clock() >= deadline``. Returns False if
+    the deadline had already passed on entry (the caller started late)."""
+    remaining = deadline - clock()
+    if remaining <= 0:
+        return False
+    if remaining > SPIN_TAIL:
+        time.sleep(remaining - SPIN_TAIL)
     while clock() < deadline:
         pass
+    return True
+
+
+def compute_phase(seconds: float) -> None:
+    """Emulated computation of ``seconds``, starting now."""
+    if seconds > 0:
+        wait_until(time.perf_counter() + seconds)

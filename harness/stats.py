@@ -63,6 +63,16 @@ def rule_holds(samples, rule: StoppingRule) -> bool:
     return half_width(samples, rule.confidence) <= rule.precision * abs(mean)
 
 
+def decide(samples, rule: StoppingRule, elapsed: float) -> str | None:
+    """After a repetition: ``"ok"`` (converged), ``"not-converged"`` (max_reps reached or the
+    time budget spent first) or None (repeat again). ``elapsed`` is seconds spent measuring."""
+    if rule_holds(samples, rule):
+        return "ok"
+    if len(samples) >= rule.max_reps or elapsed >= rule.time_budget:
+        return "not-converged"
+    return None
+
+
 def median_interval(samples, confidence: float) -> tuple[float, float]:
     """Distribution-free interval of the median from order statistics (binomial, p=1/2).
 

@@ -1,0 +1,152 @@
+"""The measurement engine with real MPI launches at small P."""
+
+import hashlib
+import json
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import FAST, PLUGIN, execute_run, fast_settings, harness
+from harness.plan import Cell
+from harness.verify import DTYPES, OPS
+
+LIBRARIES = ["mpich", "openmpi", "impi"]
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_every_dtype_and_op_is_correct(results_root, library):
+    """P=3 (not a power of two), counts 1, 7 (not divisible by P) and 1 MiB, all dtypes and ops."""
+    cells = [Cell(library, "native:auto", 3, n * np.dtype(dt).itemsize, dt, op)
+             for dt in DTYPES for op in OPS for n in (1, 7)]
+    cells.append(Cell(library, "native:auto", 3, 2**20, "float64", "sum"))
+    outcome, doc, store = execute_run(results_root, library, cells)
+    assert outcome == "complete"
+    assert doc["status"] == "complete"
+    statuses = {c["cell_id"]: c["status"] for c in doc["cells"]}
+    assert len(statuses) == len(cells)
+    assert set(statuses.values()) <= {"ok", "not-converged"}, doc["cells"]
+    raw = pq.read_table(store.raw(doc["run_id"])).to_pandas()
+    assert set(raw.cell_id) == {c.cell_id for c in cells}
+    assert all(len(a) == 3 for a in raw.arrival)
+
+
+@pytest.mark.parametrize("algorithm", ["test:wrong", "test:noop"])
+def test_wrong_result_is_recorded_wrong(results_root, algorithm):
+    out = harness("run", "--library", "mpich", "--algorithm", algorithm, "--plugin", PLUGIN,
+                  "--procs", "3", "--size", "1KiB", *FAST)
+    assert out.returncode == 1, out.stderr
+    assert "status=wrong" in out.stdout
+    df = pd.read_csv(results_root / "adhoc" / "summary.csv")
+    assert list(df.status) == ["wrong"]
+    assert "differs from the reference" in df.error[0]
+
+
+def test_one_late_rank_arrives_late_and_the_mean_reflects_it(results_root):
+    out = harness("run", "--library", "openmpi", "--algorithm", "native:ring", "--procs", "4",
+                  "--size", "4MiB", "--delay", "one-late", "--max-delay", "20ms",
+                  "--min-reps", "5", "--max-reps", "10", "--warmup", "1")
+    assert out.returncode == 0, out.stderr + out.stdout
+    df = pd.read_csv(results_root / "adhoc" / "summary.csv")
+    row = df.iloc[0]
+    assert row.delay == "one-late" and row.max_delay == pytest.approx(0.02)
+    raw = pq.read_table(results_root / "adhoc" / "raw" / f"{row.run_id}.parquet").to_pandas()
+    assert (raw.late_starts == 0).all()
+    for arrival in raw.arrival:
+        a = np.asarray(arrival)
+        others = np.delete(a, 1)
+        # rank 1 reaches the call 20 ms after the common start, the others at it; on an
+        # oversubscribed machine (P=4 on 2 cores) the others' own arrivals scatter by up to ~1 ms
+        assert a[1] - others.min() >= 0.020 - 50e-6
+        assert a[1] - others.max() >= 0.020 - 2e-3
+    # ranks 0, 2, 3 wait for rank 1 inside the allreduce: mean elapsed >= 3/4 * 20 ms
+    assert row["mean"] >= 0.75 * 0.020
+    assert all(np.asarray(d)[1] == pytest.approx(0.02) for d in raw.delay)
+
+
+def test_rand_late_delays_are_seeded_per_repetition(results_root):
+    args = ["run", "--library", "mpich", "--procs", "3", "--size", "8B", "--delay", "rand-late",
+            "--max-delay", "2ms", "--min-reps", "3", "--max-reps", "3", "--warmup", "0"]
+    assert harness(*args).returncode == 0
+    df = pd.read_csv(results_root / "adhoc" / "summary.csv")
+    raw = pq.read_table(results_root / "adhoc" / "raw" / f"{df.run_id[0]}.parquet").to_pandas()
+    delays = np.stack(raw.delay.map(np.asarray))
+    assert delays.shape == (3, 3) and (delays >= 0).all() and (delays <= 0.002).all()
+    assert len({tuple(d) for d in delays}) == 3  # a new draw every repetition
+    assert harness(*args).returncode == 0  # the rerun replays the same delays
+    raw2 = pq.read_table(results_root / "adhoc" / "raw" / f"{df.run_id[0]}.parquet").to_pandas()
+    assert np.array_equal(np.stack(raw2.delay.map(np.asarray)), delays)
+
+
+def test_rerun_replaces_the_cells_row(results_root):
+    args = ["run", "--library", "mpich", "--procs", "2", "--size", "64KiB", *FAST]
+    assert harness(*args).returncode == 0
+    first = pd.read_csv(results_root / "adhoc" / "summary.csv")
+    assert harness(*args).returncode == 0
+    assert harness(*args[:-len(FAST)], "--size", "8B", *FAST).returncode == 0
+    df = pd.read_csv(results_root / "adhoc" / "summary.csv")
+    assert len(df) == 2
+    again = df[df.cell_id == first.cell_id[0]].iloc[0]
+    assert again.finished > first.finished[0]
+
+
+def test_run_that_dies_keeps_finished_cells(results_root):
+    cells = [Cell("mpich", "native:auto", 2, 1024), Cell("mpich", "test:crash", 2, 1024),
+             Cell("mpich", "native:auto", 2, 2048)]
+    outcome, doc, _ = execute_run(results_root, "mpich", cells, plugins=[PLUGIN],
+                                  algorithm_env={})
+    assert outcome == "failed"
+    by_id = {c["cell_id"]: c for c in doc["cells"]}
+    assert by_id[cells[0].cell_id]["status"] in ("ok", "not-converged")
+    assert by_id[cells[0].cell_id]["stats"]["n"] >= 3
+    assert by_id[cells[1].cell_id]["status"] == "failed"
+    assert by_id[cells[2].cell_id]["status"] == "failed"
+    assert "exited with status" in by_id[cells[2].cell_id]["error"]
+
+
+def test_run_past_its_wall_time_is_killed_and_marked_timeout(results_root):
+    out = harness("run", "--library", "mpich", "--algorithm", "test:hang", "--plugin", PLUGIN,
+                  "--procs", "2", "--size", "8B", "--timeout", "5s", *FAST)
+    assert out.returncode == 1
+    df = pd.read_csv(results_root / "adhoc" / "summary.csv")
+    assert list(df.status) == ["timeout"]
+
+
+def test_provenance_and_job_script(results_root):
+    out = harness("run", "--library", "openmpi", "--algorithm", "native:ring", "--procs", "2",
+                  "--size", "8KiB", "--campaign", "prov", *FAST)
+    assert out.returncode == 0, out.stderr
+    df = pd.read_csv(results_root / "prov" / "summary.csv")
+    run_id = df.run_id[0]
+    doc = json.loads((results_root / "prov" / "runs" / f"{run_id}.json").read_text())
+    prov = doc["provenance"]
+    assert prov["library_version"].startswith("Open MPI v5")
+    assert prov["env"]["OMPI_MCA_coll_tuned_use_dynamic_rules"] == "1"
+    assert prov["env"]["OMPI_MCA_coll_tuned_allreduce_algorithm"] == "4"
+    assert len(prov["hosts"]) == 2 and prov["mpi4py"] and prov["wtick"] > 0
+    assert prov["thread_level"] == 3  # MPI_THREAD_MULTIPLE
+    script = results_root / "prov" / "jobs" / f"{run_id}.sh"
+    assert prov["jobscript_sha256"] == hashlib.sha256(script.read_bytes()).hexdigest()
+    row = df.iloc[0]
+    assert row.library_version.startswith("Open MPI") and row.procs == 2 and row["size"] == 8192
+    assert row.busbw == pytest.approx(row.algbw * 2 * (2 - 1) / 2)
+    assert row.algbw == pytest.approx(8192 / row["mean"])
+
+
+def test_dry_run_prints_a_quoted_script_and_writes_nothing(results_root):
+    out = harness("run", "--library", "mpich", "--campaign", "a b;touch x", "--dry-run")
+    assert out.returncode == 0
+    assert out.stdout.startswith("#!/usr/bin/env bash")
+    assert "'" in out.stdout and "a b;touch x" in out.stdout
+    assert "/a b;touch x/" not in out.stdout.replace("'", "")[:0]  # printed, yet…
+    launch = [l for l in out.stdout.splitlines() if l.startswith("exec ")][0]
+    assert "'" + str(results_root) + "/a b;touch x/jobs/" in launch
+    assert not results_root.exists()
+
+
+def test_campaign_name_is_never_pasted_unquoted(results_root):
+    out = harness("run", "--library", "mpich", "--campaign", "odd $(name);x", "--procs", "2",
+                  "--size", "8B", *FAST)
+    assert out.returncode == 0, out.stderr
+    assert (results_root / "odd $(name);x" / "summary.csv").is_file()

@@ -1,0 +1,91 @@
+"""The stopping rule against hand computations with scipy."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as st
+
+from harness.stats import StoppingRule, decide, half_width, median_interval, summarize
+
+
+def by_hand_holds(x, confidence=0.95, precision=0.025):
+    x = np.asarray(x, float)
+    n = len(x)
+    t = st.t.ppf(1 - (1 - confidence) / 2, n - 1)
+    return t * x.std(ddof=1) / math.sqrt(n) <= precision * x.mean()
+
+
+def first_stop(samples, rule, elapsed=lambda n: 0.0):
+    for n in range(1, len(samples) + 1):
+        verdict = decide(samples[:n], rule, elapsed(n))
+        if verdict:
+            return n, verdict
+    return None, None
+
+
+def test_half_width_matches_scipy_interval():
+    x = [1.0, 1.2, 0.9, 1.1, 1.05, 0.95]
+    lo, hi = st.t.interval(0.95, len(x) - 1, loc=np.mean(x), scale=st.sem(x))
+    assert half_width(x, 0.95) == pytest.approx((hi - lo) / 2)
+
+
+def test_stops_at_exactly_the_first_n_where_the_rule_holds():
+    rng = np.random.default_rng(7)
+    samples = list(1.0 + 0.08 * rng.standard_normal(400))
+    rule = StoppingRule(min_reps=5, max_reps=1000)
+    expected = next(n for n in range(5, 401) if by_hand_holds(samples[:n]))
+    assert expected > 5  # the case really exercises the rule
+    n, verdict = first_stop(samples, rule)
+    assert (n, verdict) == (expected, "ok")
+    assert not by_hand_holds(samples[:expected - 1])
+
+
+def test_min_reps_is_respected_even_when_the_rule_holds_earlier():
+    samples = [1.0, 1.0001, 0.9999, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    assert by_hand_holds(samples[:2])
+    assert first_stop(samples, StoppingRule(min_reps=10)) == (10, "ok")
+
+
+def test_not_converged_at_the_cap():
+    samples = [1.0, 3.0] * 20  # half-width far above 2.5 % of the mean for n <= 40
+    assert not any(by_hand_holds(samples[:n]) for n in range(2, 41))
+    assert first_stop(samples, StoppingRule(min_reps=4, max_reps=25)) == (25, "not-converged")
+
+
+def test_not_converged_when_the_time_budget_is_spent():
+    samples = [1.0, 3.0] * 20
+    rule = StoppingRule(min_reps=4, max_reps=1000, time_budget=10.0)
+    assert first_stop(samples, rule, elapsed=lambda n: n * 1.0) == (10, "not-converged")
+
+
+def test_precision_setting_is_used():
+    samples = [1.0, 1.1, 0.9, 1.05, 0.95, 1.0, 1.02, 0.98]
+    strict, loose = StoppingRule(precision=0.001, min_reps=3), StoppingRule(precision=0.2, min_reps=3)
+    assert first_stop(samples, strict) == (None, None)
+    assert first_stop(samples, loose)[1] == "ok"
+
+
+def test_rule_settings_are_checked():
+    for bad, word in [(dict(precision=0), "precision"), (dict(confidence=1.0), "confidence"),
+                      (dict(min_reps=20, max_reps=10), "min_reps"), (dict(time_budget=0), "time_budget")]:
+        with pytest.raises(ValueError, match=word):
+            StoppingRule(**bad).check()
+
+
+def test_median_interval_order_statistics():
+    x = list(range(1, 21))  # n = 20: the 95 % interval is (x(6), x(15))
+    lo, hi = median_interval(x, 0.95)
+    assert (lo, hi) == (6.0, 15.0)
+    j = 6
+    assert st.binom.cdf(j - 1, 20, 0.5) <= 0.025 < st.binom.cdf(j, 20, 0.5)
+
+
+def test_summarize_fields():
+    x = [2.0, 2.2, 1.8, 2.1, 1.9]
+    s = summarize(x, 0.95)
+    assert s["n"] == 5 and s["mean"] == pytest.approx(2.0)
+    assert s["ci_high"] - s["mean"] == pytest.approx(half_width(x, 0.95))
+    assert s["median"] == 2.0 and s["min"] == 1.8 and s["max"] == 2.2
+    assert 0 < s["normality_p"] <= 1
+    assert math.isnan(summarize([1.0], 0.95)["std"])
