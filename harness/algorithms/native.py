@@ -5,4 +5,4 @@ from __future__ import annotations
 
 
 def native_allreduce(comm, sendbuf, recvbuf, op, ctx):
-    comm.Allreduce(sendbuf, recvbuf, op)
+    comm.Allreduce(ctx.sendspec or sendbuf, ctx.recvspec or recvbuf, op)
