@@ -44,7 +44,6 @@ class _Cell:
 
     def __init__(self, comm, cell: Cell, settings: dict, seed: int, algorithm=None):
         from mpi4py import MPI
-        from mpi4py.util.dtlib import from_numpy_dtype
 
         self.comm, self.cell, self.seed = comm, cell, seed
         self.rank, self.procs = comm.Get_rank(), comm.Get_size()
@@ -58,7 +57,8 @@ class _Cell:
         self.recv = np.empty(cell.count, dtype=cell.dtype)
         self.want = verify.expected(self.procs, cell.count, cell.dtype, cell.op)
         self.bad = verify.sentinel(cell.dtype)
-        mpitype = from_numpy_dtype(np.dtype(cell.dtype))
+        mpitype = {"float32": MPI.FLOAT, "float64": MPI.DOUBLE, "int32": MPI.INT32_T,
+                   "int64": MPI.INT64_T}[cell.dtype]
         self.ctx = Context(params=dict(cell.params),
                            sendspec=[MPI.buffer(self.send), cell.count, mpitype],
                            recvspec=[MPI.buffer(self.recv), cell.count, mpitype])
