@@ -123,8 +123,10 @@ if ! db_ok; then
     mariadb-install-db --user=mysql --datadir=/var/lib/mysql >"$LOG/mariadb-install.log" 2>&1 ||
       die "mariadb-install-db failed"
   fi
-  start mariadb mysqld_safe --user=mysql --innodb-lock-wait-timeout=900 \
-    --log-error="$LOG/mariadb.log"
+  touch "$LOG/mariadb.log"
+  chown mysql:mysql "$LOG/mariadb.log"  # mysqld_safe's helper writes it as mysql
+  start mariadb mysqld_safe --user=mysql --skip-syslog --log-error="$LOG/mariadb.log" \
+    --innodb-lock-wait-timeout=900
   wait_for 60 mariadb db_ok || die "mariadb does not answer (mysqladmin ping)"
 fi
 mysql -e "CREATE DATABASE IF NOT EXISTS slurm_acct_db;
@@ -191,6 +193,7 @@ AccountingStoragePort=6819
 JobAcctGatherType=jobacct_gather/linux
 JobAcctGatherFrequency=30
 JobCompType=jobcomp/none
+MailProg=/bin/true
 ReturnToService=2
 SlurmdTimeout=60
 InactiveLimit=0
