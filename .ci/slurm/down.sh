@@ -6,34 +6,39 @@ set -uo pipefail
 RUN=/run/slurm-local
 
 say() { echo "slurm-down: $*"; }
-# stop NAME PIDFILE: TERM, wait up to 10 s, then KILL
+# stop NAME:PIDFILE...: TERM them all at once, wait up to 15 s, then KILL
 stop() {
-  local name=$1 f=$2 pid
-  [ -s "$f" ] || return 0
-  pid=$(cat "$f" 2>/dev/null)
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-    say "stopping $name (pid $pid)"
-    kill "$pid" 2>/dev/null
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    if kill -0 "$pid" 2>/dev/null; then
-      say "$name did not stop on TERM: KILL"
-      kill -9 "$pid" 2>/dev/null
+  local item name f pid pids=()
+  for item in "$@"; do
+    name=${item%%:*} f=${item#*:}
+    [ -s "$f" ] || continue
+    pid=$(cat "$f" 2>/dev/null)
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+      say "stopping $name (pid $pid)"
+      kill "$pid" 2>/dev/null && pids+=("$pid")
     fi
-  fi
-  rm -f "$f"
+    rm -f "$f"
+  done
+  for _ in $(seq 150); do
+    alive=()
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive+=("$pid"); done
+    [ ${#alive[@]} -eq 0 ] && return 0
+    sleep 0.1
+  done
+  say "still alive after TERM, sending KILL: ${alive[*]}"
+  kill -9 "${alive[@]}" 2>/dev/null
+  return 0
 }
 
 [ "$(id -u)" = 0 ] || { echo "slurm-down: must run as root" >&2; exit 1; }
 
-stop slurmd-n1 "$RUN/slurmd-n1.pid"
-stop slurmd-n2 "$RUN/slurmd-n2.pid"
-stop slurmctld "$RUN/slurmctld.pid"
-stop slurmdbd "$RUN/slurmdbd.pid"
+stop "slurmd-n1:$RUN/slurmd-n1.pid" "slurmd-n2:$RUN/slurmd-n2.pid" "slurmctld:$RUN/slurmctld.pid"
+stop "slurmdbd:$RUN/slurmdbd.pid"
 # mariadb: a clean shutdown also ends its mysqld_safe wrapper
 if command -v mysqladmin >/dev/null && mysqladmin --connect-timeout=2 ping >/dev/null 2>&1; then
   say "stopping mariadb"
-  mysqladmin shutdown >/dev/null 2>&1 || stop mariadb /run/mysqld/mysqld.pid
+  mysqladmin shutdown >/dev/null 2>&1 || stop "mariadb:/run/mysqld/mysqld.pid"
 fi
-stop mariadb /run/mysqld/mysqld.pid
-stop munged /run/munge/munged.pid
+stop "mariadb:/run/mysqld/mysqld.pid"
+stop "munged:/run/munge/munged.pid"
 say "done"

@@ -261,6 +261,8 @@ done
 
 out=$(timeout 60 srun -N 2 -n 2 --mpi=none hostname 2>&1) || die "srun -N 2 -n 2 hostname failed: $out"
 [ "$(wc -l <<<"$out")" -eq 2 ] || die "srun -N 2 -n 2 hostname printed: $out"
+# let the smoke job finish completing, so the caller's first job is not queued
+wait_for 10 idle nodes_idle || true
 
 dt=$(awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
 echo "slurm-up: cluster '$CLUSTER' up in ${dt}s: $(sinfo -h -N -o '%N:%t' | sort -u | paste -sd' ' -), partition debug, $(sinfo -V), srun -N 2 ok"
