@@ -216,14 +216,36 @@ def _provenance(comm, spec: dict) -> dict:
     }
 
 
-def _write_raw(path: Path, parts: list[dict]) -> None:
+def _write_raw(path: Path, parts: list) -> None:
     import pyarrow as pa
 
-    cols: dict[str, list] = {}
-    for part in parts:
-        for k, v in part.items():
-            cols.setdefault(k, []).extend(v)
-    results.write_parquet(path, pa.table(cols))
+    tables = [p if isinstance(p, pa.Table) else pa.table(p) for p in parts]
+    results.write_parquet(path, pa.concat_tables(tables, promote_options="default"))
+
+
+def _resume(spec: dict, rank: int):
+    """The run document and raw rows of an interrupted attempt of this run, if any."""
+    partial, raw_path = Path(spec["outputs"]["partial"]), Path(spec["outputs"]["raw"])
+    if rank != 0 or not partial.is_file():
+        return None, []
+    doc = results.read_json(partial)
+    if doc.get("run_id") != spec["run_id"]:
+        return None, []
+    done = [c["cell_id"] for c in doc["cells"]]
+    raw = []
+    if raw_path.is_file() and done:
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(raw_path)
+        raw = [table.filter(pc.is_in(table["cell_id"], value_set=pa_array(done)))]
+    return doc, raw
+
+
+def pa_array(values):
+    import pyarrow as pa
+
+    return pa.array(values)
 
 
 def run(spec_path: str) -> int:
@@ -240,17 +262,27 @@ def run(spec_path: str) -> int:
                   f"{spec['procs']}", file=sys.stderr)
         return 3
     settings = spec["settings"]
-    doc = {"run_id": spec["run_id"], "campaign": spec["campaign"], "library": spec["library"],
-           "procs": spec["procs"], "nodes": spec["nodes"], "status": "running",
-           "started": results.now(), "settings": settings,
-           "provenance": _provenance(comm, spec), "cells": []}
-    raw_parts: list[dict] = []
-    run_path, raw_path = Path(spec["outputs"]["run"]), Path(spec["outputs"]["raw"])
+    doc, raw_parts = _resume(spec, rank)
+    done = comm.bcast([c["cell_id"] for c in doc["cells"]] if doc else [], root=0)
+    provenance = _provenance(comm, spec)
     if rank == 0:
-        results.write_json(run_path, doc)
-    for i, cell_dict in enumerate(spec["cells"]):
+        if doc is None:
+            doc = results.new_run_doc(spec)
+        else:
+            doc.setdefault("resumed", []).append(results.now())
+        doc["provenance"] = provenance
+    partial, final = Path(spec["outputs"]["partial"]), Path(spec["outputs"]["run"])
+    raw_path = Path(spec["outputs"]["raw"])
+    if rank == 0:
+        results.write_json(partial, doc)
+    todo = [(i, c) for i, c in enumerate(spec["cells"]) if c["cell_id"] not in done]
+    if rank == 0 and done:
+        print(f"resuming run {spec['run_id']}: {len(done)} cell(s) already measured", flush=True)
+    for _, cell_dict in todo:
         cell = Cell.from_dict(cell_dict)
-        seed = int(spec.get("seed", 0)) + i
+        # seeded by the cell, not its place in the run: a replay with `harness run` draws
+        # the same delays as the campaign did
+        seed = int(spec.get("seed", 0)) + int(cell.cell_id[1:9], 16)
         try:
             entry, raw = measure_cell(comm, cell, settings, seed)
         except Exception as exc:
@@ -263,15 +295,18 @@ def run(spec_path: str) -> int:
             if raw:
                 raw_parts.append(raw)
                 _write_raw(raw_path, raw_parts)
-            results.write_json(run_path, doc)
+            results.write_json(partial, doc)
             st = entry.get("stats") or {}
-            print(f"[{i + 1}/{len(spec['cells'])}] {cell.algorithm} P={cell.procs} "
-                  f"size={cell.size} {cell.dtype} {cell.op} delay={cell.delay}: {entry['status']}"
-                  f" n={st.get('n')} mean={st.get('mean')}", flush=True)
+            mean = st.get("mean")
+            print(f"[{len(doc['cells'])}/{len(spec['cells'])}] {cell.library} {cell.algorithm} "
+                  f"P={cell.procs} {cell.size}B {cell.dtype} {cell.op} {cell.delay}: "
+                  f"{entry['status']} n={st.get('n')}"
+                  + (f" mean={mean * 1e6:.2f}us" if mean else ""), flush=True)
     if rank == 0:
         doc["status"] = "complete"
         doc["finished"] = results.now()
-        results.write_json(run_path, doc)
+        results.write_json(final, doc)
+        partial.unlink(missing_ok=True)
     return 0
 
 

@@ -10,8 +10,9 @@ import argparse
 import os
 import subprocess
 import sys
+from pathlib import Path
 
-from . import __version__, libraries, paths, results, runner, stats
+from . import __version__, libraries, paths, plan, results, runner, stats
 from .algorithms import harness_names, load_plugin
 from .delays import DELAY_MODES, SYNC_MODES
 from .plan import Cell, Run
@@ -169,6 +170,7 @@ def cmd_run(args, parser) -> int:
         return 0
 
     runner.write(store, script, spec)
+    runner.fresh(spec)
     print(f"run {run.run_id}: {lib.title} {cell.algorithm} P={cell.procs} "
           f"size={format_size(cell.size)} {cell.dtype} {cell.op} delay={cell.delay}"
           + (f" max={format_time(cell.max_delay)}" if cell.delay != "none" else ""), flush=True)
@@ -246,12 +248,65 @@ def cmd_doctor(args, parser) -> int:
     return code
 
 
+def _load_config(args, parser):
+    from .config import ConfigError, load
+
+    try:
+        cfg = load(args.config)
+        runs = plan.expand(cfg)
+    except ConfigError as exc:
+        parser.exit(2, f"{parser.prog}: error: {exc}\n")
+    return cfg, runs
+
+
+def cmd_plan(args, parser) -> int:
+    cfg, runs = _load_config(args, parser)
+    print(f"campaign {cfg.campaign} ({cfg.source}, config {cfg.digest})")
+    cells_by_exp = {}
+    for ex in cfg.experiments:
+        sub = type(cfg)(**{**cfg.__dict__, "experiments": (ex,)})
+        ex_runs = plan.expand(sub)
+        cells_by_exp[ex.name] = (sum(len(r.cells) for r in ex_runs), len(ex_runs))
+    width = max(len(n) for n in cells_by_exp)
+    for name, (ncells, nruns) in cells_by_exp.items():
+        print(f"  {name:<{width}}  {ncells:>8} cells  {nruns:>6} runs")
+    total = sum(len(r.cells) for r in runs)
+    print(f"  {'total':<{width}}  {total:>8} cells  {len(runs):>6} runs (cells shared by "
+          f"experiments are measured once)")
+    if args.runs:
+        for r in runs:
+            forced = " ".join(f"{k}={v}" for k, v in r.env) or "-"
+            print(f"{r.run_id}  {r.library:8} P={r.procs:<4} nodes={r.nodes:<3} "
+                  f"{len(r.cells):>5} cells  {forced}")
+    return 0
+
+
+def cmd_exec(args, parser) -> int:
+    """Execute a rendered run (the workflow's measure step)."""
+    spec = results.read_json(args.spec)
+    store = results.CampaignStore(Path(args.spec).resolve().parent.parent.parent, spec["campaign"])
+    outcome = runner.execute(store, spec, timeout=args.timeout)
+    print(f"run {spec['run_id']}: {outcome}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="harness", description="Allreduce experiment harness: measure and "
                      "compare MPI allreduce algorithms across libraries, P, sizes and delays.")
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _add_run(sub)
+    p = sub.add_parser("plan", help="check the config, expand it to cells and runs, print counts",
+                       description="Validate the config and expand it: cells per experiment, "
+                                   "runs (one MPI launch each), with --runs the list of runs.")
+    p.add_argument("--config", default=None, help="config file (default config/experiments.yaml)")
+    p.add_argument("--runs", action="store_true", help="list every run")
+    p.set_defaults(func=cmd_plan)
+    p = sub.add_parser("exec", help="execute a rendered run spec (used by the workflow)")
+    p.add_argument("spec", help="results/<campaign>/jobs/<run>.json")
+    p.add_argument("--timeout", type=_typed(parse_time, "time"), default=None,
+                   help="wall-time limit; past it the run is killed and recorded as timeout")
+    p.set_defaults(func=cmd_exec)
     p = sub.add_parser("algorithms", help="list every library's forcible algorithms")
     p.set_defaults(func=cmd_algorithms)
     p = sub.add_parser("install", help="install the MPI libraries' wheels under .mpi/ (idempotent)")

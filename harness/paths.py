@@ -17,3 +17,8 @@ def mpi_root() -> Path:
 def results_root() -> Path:
     """Root of the results store; ``HARNESS_RESULTS`` overrides (tests use a temporary one)."""
     return Path(os.environ.get("HARNESS_RESULTS", REPO_ROOT / "results")).resolve()
+
+
+def figures_root() -> Path:
+    """Root of the figures; ``HARNESS_FIGURES`` overrides."""
+    return Path(os.environ.get("HARNESS_FIGURES", REPO_ROOT / "figures")).resolve()

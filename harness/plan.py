@@ -65,3 +65,78 @@ class Run:
     def run_id(self) -> str:
         return "r" + _digest([self.library, [list(e) for e in self.env], self.procs, self.nodes,
                                sorted(c.cell_id for c in self.cells)])
+
+
+def expand_algorithms(patterns, lib, where: str) -> list[str]:
+    """Names matched by ``patterns`` (globs such as ``native:*``) for library ``lib``."""
+    from fnmatch import fnmatchcase
+
+    from .algorithms import harness_names
+    from .config import ConfigError
+
+    known = lib.native_names() + harness_names()
+    out: list[str] = []
+    for i, pat in enumerate(patterns):
+        hits = [n for n in known if fnmatchcase(n, pat)]
+        if not hits:
+            raise ConfigError(f"{where}[{i}]: {pat!r} matches no algorithm of {lib.name}; "
+                              f"valid: {', '.join(known)}")
+        out.extend(h for h in hits if h not in out)
+    return out
+
+
+def expand(cfg) -> list[Run]:
+    """Every cell of every experiment of ``cfg``, grouped into runs (one MPI launch each):
+    same library, forcing environment, P and node count. A cell asked for by several
+    experiments is measured once. Runs and their cells come in a stable order."""
+    from .libraries import get_library
+
+    groups: dict[tuple, dict[str, Cell]] = {}
+    for ex in cfg.experiments:
+        delay_settings = []
+        for mode in ex.delays:
+            if mode == "none":
+                delay_settings.append(("none", 0.0))
+            else:
+                delay_settings.extend((mode, t) for t in ex.max_delays if t > 0)
+        for libname in ex.libraries:
+            lib = library_for(cfg, libname)
+            algorithms = expand_algorithms(ex.algorithms, lib, f"experiments.{ex.name}.algorithms")
+            for alg in algorithms:
+                env = tuple(sorted(lib.native(alg).env.items())) if alg.startswith("native:") else ()
+                for procs in ex.procs:
+                    key = (libname, env, procs, ex.nodes)
+                    bucket = groups.setdefault(key, {})
+                    for size in ex.sizes:
+                        for dtype in ex.dtypes:
+                            if size % np.dtype(dtype).itemsize:
+                                from .config import ConfigError
+                                raise ConfigError(
+                                    f"experiments.{ex.name}.sizes: {size} bytes is not a whole "
+                                    f"number of {dtype} elements")
+                            for op in ex.ops:
+                                for mode, max_delay in delay_settings:
+                                    cell = Cell(libname, alg, procs, size, dtype, op, mode,
+                                                max_delay, ex.late_rank if mode == "one-late" else 0,
+                                                ex.nodes, ex.params)
+                                    bucket.setdefault(cell.cell_id, cell)
+    return [Run(library=k[0], env=k[1], procs=k[2], nodes=k[3], cells=tuple(v.values()))
+            for k, v in groups.items()]
+
+
+def library_for(cfg, name: str):
+    """The library ``name`` as the config describes it: the site's setup and launcher if the
+    config has a ``libraries.<name>`` entry, else the local wheel, launched with srun when the
+    config says ``launch: srun``."""
+    from dataclasses import replace
+
+    from .libraries import get_library
+
+    site = cfg.libraries.get(name)
+    lib = get_library(name, site)
+    if not site and cfg.launch == "srun":
+        lib = replace(lib, launcher=SRUN)
+    return lib
+
+
+SRUN = ("srun", "--mpi=pmi2", "--nodes={nodes}", "--ntasks={procs}")

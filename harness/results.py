@@ -2,7 +2,10 @@
 
 - ``jobs/<run>.sh`` and ``jobs/<run>.json``: the rendered job script and the run's spec;
 - ``raw/<run>.parquet``: one row per repetition (per-rank arrival, finish and delay);
-- ``runs/<run>.json``: provenance of the run and status + statistics of each of its cells;
+- ``partial/<run>.json``: the run document while the run is going (rewritten after every
+  cell); a rerun of an interrupted run resumes from it, measuring only the missing cells;
+- ``runs/<run>.json``: provenance of the run and status + statistics of each of its cells,
+  there once the run is over (complete, failed or timeout);
 - ``summary.csv``: one row per cell, rebuilt from ``runs/*.json`` (newest result of a cell
   wins, so a rerun of a cell replaces its older row).
 
@@ -115,18 +118,26 @@ class CampaignStore:
     def run_doc(self, run_id: str) -> Path:
         return self.dir / "runs" / f"{run_id}.json"
 
+    def partial(self, run_id: str) -> Path:
+        return self.dir / "partial" / f"{run_id}.json"
+
     @property
     def summary(self) -> Path:
         return self.dir / "summary.csv"
 
 
+def new_run_doc(spec: dict) -> dict:
+    return {"run_id": spec["run_id"], "campaign": spec["campaign"], "library": spec["library"],
+            "procs": spec["procs"], "nodes": spec["nodes"], "status": "running",
+            "started": now(), "settings": spec.get("settings"), "provenance": {}, "cells": []}
+
+
 def mark_unfinished(spec: dict, status: str, error: str) -> dict:
-    """Record every cell of ``spec`` that has no result yet with ``status`` (``failed`` or
-    ``timeout``), keeping the cells the run finished. Returns the run document."""
-    path = Path(spec["outputs"]["run"])
-    doc = read_json(path) if path.is_file() else {
-        "run_id": spec["run_id"], "campaign": spec["campaign"], "library": spec["library"],
-        "procs": spec["procs"], "nodes": spec["nodes"], "provenance": {}, "cells": []}
+    """Close a run that did not complete: every cell of ``spec`` without a result is recorded
+    with ``status`` (``failed`` or ``timeout``), the cells it finished are kept, and the run
+    document moves from ``partial/`` to ``runs/``. Returns the run document."""
+    partial, final = Path(spec["outputs"]["partial"]), Path(spec["outputs"]["run"])
+    doc = read_json(partial) if partial.is_file() else new_run_doc(spec)
     done = {c["cell_id"] for c in doc["cells"]}
     for cell in spec["cells"]:
         if cell["cell_id"] not in done:
@@ -134,8 +145,10 @@ def mark_unfinished(spec: dict, status: str, error: str) -> dict:
                                  "error": error, "stats": {}, "converged": False,
                                  "finished": now()})
     doc["status"] = status
-    doc.setdefault("finished", now())
-    write_json(path, doc)
+    doc["finished"] = now()
+    write_json(final, doc)
+    if partial.is_file():
+        partial.unlink()
     return doc
 
 
@@ -175,14 +188,17 @@ def summary_rows(doc: dict, settings: dict | None = None) -> list[dict]:
     return rows
 
 
-def rebuild_summary(store: CampaignStore):
-    """Rewrite ``summary.csv`` from every run document; the newest result of a cell wins."""
+def rebuild_summary(store: CampaignStore, keep=None):
+    """Rewrite ``summary.csv`` from every run document; the newest result of a cell wins.
+    ``keep``: only these cell ids (the workflow's plan), so runs of an older config drop out."""
     import pandas as pd
 
     rows = []
     for path in sorted((store.dir / "runs").glob("*.json")):
         rows.extend(summary_rows(read_json(path)))
     df = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    if keep is not None:
+        df = df[df.cell_id.isin(keep)]
     if not df.empty:
         df = df.sort_values("finished").drop_duplicates("cell_id", keep="last")
         df = df.sort_values(["library", "algorithm", "procs", "size", "dtype", "op", "delay",

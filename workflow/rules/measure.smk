@@ -1,0 +1,25 @@
+# Stage 2: execute one run (one MPI launch). Locally one run at a time (mpi_launch=1 in
+# profiles/default); on Slurm the executor plugin submits it with the run's resources and the
+# job script launches with srun. Past run_walltime the run is killed and its unfinished cells
+# are recorded as timeout; a run that fails keeps the cells it finished. Either way the run
+# document is written, so the rest of the campaign goes on.
+import sys
+
+
+rule measure:
+    input:
+        script=RES + "/jobs/{run}.sh",
+        spec=RES + "/jobs/{run}.json",
+    output:
+        RES + "/runs/{run}.json",
+    params:
+        walltime=CAMPAIGN.cfg.run_walltime,
+        python=sys.executable,
+    resources:
+        mpi="srun",
+        tasks=lambda w: CAMPAIGN.runs[w.run].procs,
+        nodes=lambda w: CAMPAIGN.runs[w.run].nodes,
+        runtime=CAMPAIGN.walltime_minutes(),
+        mpi_launch=1,
+    shell:
+        "{params.python:q} -m harness.cli exec {input.spec:q} --timeout {params.walltime}"
