@@ -18,6 +18,7 @@ import jsonschema
 import yaml
 
 from . import paths
+from .algorithms import load_plugin
 from .units import parse_size, parse_time
 
 SCHEMA_FILE = paths.REPO_ROOT / "workflow" / "schemas" / "experiments.schema.yaml"
@@ -83,9 +84,10 @@ class Config:
     experiments: tuple
     source: str
     digest: str  # hash of the validated config (provenance)
+    plugins: tuple = ()  # absolute paths of algorithm plugins
 
 
-def validate(doc, source: str = "config") -> Config:
+def validate(doc, source: str = "config", base: Path | None = None) -> Config:
     """The checked config with defaults filled in; ConfigError naming the key path."""
     if not isinstance(doc, dict):
         raise ConfigError(f"{source}: expected a mapping at the top level, got {type(doc).__name__}")
@@ -110,6 +112,14 @@ def validate(doc, source: str = "config") -> Config:
     walltime = parsed(parse_time, doc["run_walltime"], "run_walltime")
     if walltime <= 0:
         raise ConfigError(f"{source}: run_walltime: expected a time > 0, got {doc['run_walltime']!r}")
+
+    plugins = []
+    for i, p in enumerate(doc["plugins"]):
+        path = Path(p) if Path(p).is_absolute() else (base or Path.cwd()) / p
+        if not path.is_file():
+            raise ConfigError(f"{source}: plugins[{i}]: no such file {p!r}")
+        load_plugin(path)
+        plugins.append(str(path.resolve()))
 
     experiments = []
     for name, e in doc["experiments"].items():
@@ -139,7 +149,8 @@ def validate(doc, source: str = "config") -> Config:
     digest = hashlib.sha1(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:12]
     return Config(campaign=doc["campaign"], seed=doc["seed"], launch=doc["launch"],
                   run_walltime=walltime, stopping=stopping, libraries=doc["libraries"],
-                  experiments=tuple(experiments), source=source, digest=digest)
+                  experiments=tuple(experiments), source=source, digest=digest,
+                  plugins=tuple(plugins))
 
 
 def _explain(err) -> str:
@@ -171,4 +182,4 @@ def load(path: str | Path | None = None, overrides: dict | None = None) -> Confi
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
     if overrides:
         doc = {**(doc or {}), **overrides}
-    return validate(doc, source=str(path))
+    return validate(doc, source=str(path), base=path.parent)

@@ -101,7 +101,8 @@ def expand(cfg) -> list[Run]:
                 delay_settings.extend((mode, t) for t in ex.max_delays if t > 0)
         for libname in ex.libraries:
             lib = library_for(cfg, libname)
-            algorithms = expand_algorithms(ex.algorithms, lib, f"experiments.{ex.name}.algorithms")
+            algorithms = expand_algorithms(ex.algorithms, lib,
+                                           f"{cfg.source}: experiments.{ex.name}.algorithms")
             for alg in algorithms:
                 env = tuple(sorted(lib.native(alg).env.items())) if alg.startswith("native:") else ()
                 for procs in ex.procs:
@@ -112,7 +113,7 @@ def expand(cfg) -> list[Run]:
                             if size % np.dtype(dtype).itemsize:
                                 from .config import ConfigError
                                 raise ConfigError(
-                                    f"experiments.{ex.name}.sizes: {size} bytes is not a whole "
+                                    f"{cfg.source}: experiments.{ex.name}.sizes: {size} bytes is not a whole "
                                     f"number of {dtype} elements")
                             for op in ex.ops:
                                 for mode, max_delay in delay_settings:

@@ -29,14 +29,14 @@ class Campaign:
         run = self.runs[run_id]
         lib = plan.library_for(self.cfg, run.library)
         blob = [run_id, self.settings(), self.cfg.seed, list(lib.launcher), list(lib.setup),
-                lib.run_env()]
+                lib.run_env(), list(self.cfg.plugins)]
         return hashlib.sha1(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
     def render(self, run_id: str) -> None:
         run = self.runs[run_id]
         lib = plan.library_for(self.cfg, run.library)
         script, spec = runner.prepare(run, lib, self.store, self.settings(), seed=self.cfg.seed,
-                                      config_hash=self.cfg.digest)
+                                      plugins=self.cfg.plugins, config_hash=self.cfg.digest)
         runner.write(self.store, script, spec)
 
     def walltime_minutes(self) -> int:

@@ -52,14 +52,20 @@ def register(name: str, *, family: str, description: str = ""):
     return deco
 
 
+_PLUGINS: set[str] = set()
+
+
 def load_plugin(path: str | Path) -> None:
-    """Import a Python file that registers algorithms (e.g. a test-only broken one)."""
+    """Import a Python file that registers algorithms (once per process)."""
     path = Path(path).resolve()
+    if str(path) in _PLUGINS:
+        return
     spec = importlib.util.spec_from_file_location(f"harness_plugin_{path.stem}", path)
     if spec is None or spec.loader is None:
         raise ValueError(f"cannot import plugin {str(path)!r}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    _PLUGINS.add(str(path))
 
 
 def harness_names() -> list[str]:

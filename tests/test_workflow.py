@@ -1,0 +1,140 @@
+"""The Snakemake workflow on this machine: end to end, resume after an interrupt, a hanging
+run killed at its wall-time limit, config values never executed by the shell."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import PLUGIN, REPO
+
+SNAKEMAKE = [str(Path(sys.executable).parent / "snakemake")]
+FAST_STOP = {"min_reps": 3, "max_reps": 6, "precision": 0.5, "warmup": 1, "time_budget": "20s"}
+
+
+def write_config(tmp_path, experiments, **top):
+    doc = {"campaign": "wf", "stopping": FAST_STOP, "experiments": experiments, **top}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def env_for(tmp_path):
+    env = os.environ.copy()
+    env["HARNESS_RESULTS"] = str(tmp_path / "results")
+    env["HARNESS_FIGURES"] = str(tmp_path / "figures")
+    return env
+
+
+def snakemake(tmp_path, cfg, *extra, timeout=900):
+    return subprocess.run(
+        SNAKEMAKE + ["--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path / "work"),
+                     "--configfile", str(cfg), *extra],
+        env=env_for(tmp_path), capture_output=True, text=True, timeout=timeout, cwd=REPO)
+
+
+def summary(tmp_path):
+    return pd.read_csv(tmp_path / "results" / "wf" / "summary.csv")
+
+
+def test_campaign_end_to_end(tmp_path):
+    cfg = write_config(tmp_path, {
+        "small": {"libraries": ["mpich", "openmpi"], "algorithms": ["native:auto", "native:ring"],
+                  "procs": [2], "sizes": ["8B", "4KiB"]}})
+    out = snakemake(tmp_path, cfg)
+    assert out.returncode == 0, out.stderr[-3000:]
+    df = summary(tmp_path)
+    assert len(df) == 8 and df.cell_id.is_unique
+    assert set(df.status) <= {"ok", "not-converged"}
+    assert set(df.library) == {"mpich", "openmpi"}
+    for lib in ("mpich", "openmpi"):
+        for ext in ("png", "pdf"):
+            assert (tmp_path / "figures" / "wf" / f"auto_vs_best_{lib}.{ext}").stat().st_size > 0
+    for ext in ("md", "tex", "csv"):
+        assert (tmp_path / "results" / "wf" / "tables" / f"auto_vs_best.{ext}").is_file()
+    scripts = list((tmp_path / "results" / "wf" / "jobs").glob("*.sh"))
+    assert len(scripts) == 4
+    again = snakemake(tmp_path, cfg)
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_interrupted_campaign_resumes_with_only_missing_runs(tmp_path):
+    cfg = write_config(tmp_path, {
+        "many": {"libraries": ["mpich"], "algorithms": ["native:*"], "procs": [2],
+                 "sizes": ["8B", "1KiB"]}})
+    runs_dir = tmp_path / "results" / "wf" / "runs"
+    proc = subprocess.Popen(
+        SNAKEMAKE + ["--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path / "work"),
+                     "--configfile", str(cfg)],
+        env=env_for(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO,
+        start_new_session=True)
+    deadline = time.time() + 300
+    while time.time() < deadline and len(list(runs_dir.glob("*.json"))) < 3:
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.wait(timeout=120)
+    finished = {p.stem: json.loads(p.read_text()) for p in runs_dir.glob("*.json")}
+    assert 3 <= len(finished) < 10
+    before = {p.stem: p.stat().st_mtime_ns for p in runs_dir.glob("*.json")}
+    out = snakemake(tmp_path, cfg)
+    assert out.returncode == 0, out.stderr[-3000:]
+    log = out.stdout + out.stderr
+    executed = log.count("rule measure:")
+    assert executed == 10 - len(finished), log[-2000:]
+    for run_id, mtime in before.items():  # finished runs were not redone
+        assert (runs_dir / f"{run_id}.json").stat().st_mtime_ns == mtime
+    df = summary(tmp_path)
+    assert len(df) == 20 and df.cell_id.is_unique
+    assert set(df.status) <= {"ok", "not-converged"}
+
+
+def test_hanging_run_is_killed_and_the_campaign_completes(tmp_path):
+    cfg = write_config(tmp_path, {
+        "hang": {"libraries": ["mpich"], "algorithms": ["test:hang"], "procs": [2],
+                 "sizes": ["8B"]},
+        "fine": {"libraries": ["mpich"], "algorithms": ["native:ring"], "procs": [2],
+                 "sizes": ["8B"]}},
+        plugins=[PLUGIN], run_walltime="8s")
+    t0 = time.time()
+    out = snakemake(tmp_path, cfg, "--until", "aggregate")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert time.time() - t0 < 240
+    df = summary(tmp_path).set_index("algorithm")
+    assert df.loc["test:hang", "status"] == "timeout"
+    assert "wall-time limit" in df.loc["test:hang", "error"]
+    assert df.loc["native:ring", "status"] in ("ok", "not-converged")
+
+
+def test_config_values_reach_the_job_as_literals(tmp_path):
+    marker = tmp_path / "pwned"
+    evil = f"x'; touch {marker}; echo '$(touch {marker})"
+    mpich = REPO / ".mpi" / "mpich"
+    cfg = write_config(tmp_path, {
+        "e": {"libraries": ["mpich"], "algorithms": ["native:auto"], "procs": [2],
+              "sizes": ["8B"]}},
+        libraries={"mpich": {"launcher": [str(mpich / "bin" / "mpiexec"), "-n", "{procs}"],
+                             "libmpi": str(mpich / "lib" / "libmpi.so.12"),
+                             "env": {"HARNESS_PROBE": evil}}})
+    out = snakemake(tmp_path, cfg, "--until", "aggregate")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert not marker.exists()
+    doc = json.loads(next((tmp_path / "results" / "wf" / "runs").glob("*.json")).read_text())
+    assert doc["provenance"]["env"]["HARNESS_PROBE"] == evil
+    assert summary(tmp_path).status[0] in ("ok", "not-converged")
+
+
+def test_invalid_config_fails_before_any_job(tmp_path):
+    cfg = write_config(tmp_path, {
+        "e": {"libraries": ["mpich"], "algorithms": ["native:auto"], "procs": [2],
+              "sizes": ["8B"], "dtypes": ["complex64"]}})
+    out = snakemake(tmp_path, cfg)
+    assert out.returncode != 0
+    assert "experiments.e.dtypes[0]" in out.stderr + out.stdout
+    assert not (tmp_path / "results").exists()
