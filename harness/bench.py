@@ -224,13 +224,15 @@ def _write_raw(path: Path, parts: list) -> None:
 
 
 def _resume(spec: dict, rank: int):
-    """The run document and raw rows of an interrupted attempt of this run, if any."""
-    partial, raw_path = Path(spec["outputs"]["partial"]), Path(spec["outputs"]["raw"])
-    if rank != 0 or not partial.is_file():
+    """The run document and raw rows of an earlier attempt of this run with the same settings,
+    from its journal (``progress/<run>.json``): cells that failed or timed out are retried."""
+    progress, raw_path = Path(spec["outputs"]["progress"]), Path(spec["outputs"]["raw"])
+    if rank != 0 or not progress.is_file():
         return None, []
-    doc = results.read_json(partial)
-    if doc.get("run_id") != spec["run_id"]:
+    doc = results.read_json(progress)
+    if doc.get("run_id") != spec["run_id"] or doc.get("settings") != spec["settings"]:
         return None, []
+    doc["cells"] = [c for c in doc["cells"] if c["status"] not in ("failed", "timeout")]
     done = [c["cell_id"] for c in doc["cells"]]
     raw = []
     if raw_path.is_file() and done:
@@ -271,10 +273,10 @@ def run(spec_path: str) -> int:
         else:
             doc.setdefault("resumed", []).append(results.now())
         doc["provenance"] = provenance
-    partial, final = Path(spec["outputs"]["partial"]), Path(spec["outputs"]["run"])
+    progress, final = Path(spec["outputs"]["progress"]), Path(spec["outputs"]["run"])
     raw_path = Path(spec["outputs"]["raw"])
     if rank == 0:
-        results.write_json(partial, doc)
+        results.write_json(progress, doc)
     todo = [(i, c) for i, c in enumerate(spec["cells"]) if c["cell_id"] not in done]
     if rank == 0 and done:
         print(f"resuming run {spec['run_id']}: {len(done)} cell(s) already measured", flush=True)
@@ -295,7 +297,7 @@ def run(spec_path: str) -> int:
             if raw:
                 raw_parts.append(raw)
                 _write_raw(raw_path, raw_parts)
-            results.write_json(partial, doc)
+            results.write_json(progress, doc)
             st = entry.get("stats") or {}
             mean = st.get("mean")
             print(f"[{len(doc['cells'])}/{len(spec['cells'])}] {cell.library} {cell.algorithm} "
@@ -305,8 +307,8 @@ def run(spec_path: str) -> int:
     if rank == 0:
         doc["status"] = "complete"
         doc["finished"] = results.now()
+        results.write_json(progress, doc)
         results.write_json(final, doc)
-        partial.unlink(missing_ok=True)
     return 0
 
 

@@ -320,7 +320,11 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     sub = parser._subparsers._group_actions[0].choices[args.command]  # for one-line errors
-    return args.func(args, sub)
+    try:
+        return args.func(args, sub)
+    except KeyboardInterrupt:
+        print("interrupted; rerun to resume", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

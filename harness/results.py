@@ -2,8 +2,9 @@
 
 - ``jobs/<run>.sh`` and ``jobs/<run>.json``: the rendered job script and the run's spec;
 - ``raw/<run>.parquet``: one row per repetition (per-rank arrival, finish and delay);
-- ``partial/<run>.json``: the run document while the run is going (rewritten after every
-  cell); a rerun of an interrupted run resumes from it, measuring only the missing cells;
+- ``progress/<run>.json``: the run's journal, rewritten after every cell; a rerun of the
+  run (after an interrupt, a failure, or a forced rerun) resumes from it and measures only
+  the cells it lacks (``harness run`` deletes it and measures anew);
 - ``runs/<run>.json``: provenance of the run and status + statistics of each of its cells,
   there once the run is over (complete, failed or timeout);
 - ``summary.csv``: one row per cell, rebuilt from ``runs/*.json`` (newest result of a cell
@@ -118,8 +119,8 @@ class CampaignStore:
     def run_doc(self, run_id: str) -> Path:
         return self.dir / "runs" / f"{run_id}.json"
 
-    def partial(self, run_id: str) -> Path:
-        return self.dir / "partial" / f"{run_id}.json"
+    def progress(self, run_id: str) -> Path:
+        return self.dir / "progress" / f"{run_id}.json"
 
     @property
     def summary(self) -> Path:
@@ -135,9 +136,9 @@ def new_run_doc(spec: dict) -> dict:
 def mark_unfinished(spec: dict, status: str, error: str) -> dict:
     """Close a run that did not complete: every cell of ``spec`` without a result is recorded
     with ``status`` (``failed`` or ``timeout``), the cells it finished are kept, and the run
-    document moves from ``partial/`` to ``runs/``. Returns the run document."""
-    partial, final = Path(spec["outputs"]["partial"]), Path(spec["outputs"]["run"])
-    doc = read_json(partial) if partial.is_file() else new_run_doc(spec)
+    document is written to ``runs/``. Returns the run document."""
+    progress, final = Path(spec["outputs"]["progress"]), Path(spec["outputs"]["run"])
+    doc = read_json(progress) if progress.is_file() else new_run_doc(spec)
     done = {c["cell_id"] for c in doc["cells"]}
     for cell in spec["cells"]:
         if cell["cell_id"] not in done:
@@ -147,8 +148,6 @@ def mark_unfinished(spec: dict, status: str, error: str) -> dict:
     doc["status"] = status
     doc["finished"] = now()
     write_json(final, doc)
-    if partial.is_file():
-        partial.unlink()
     return doc
 
 

@@ -49,7 +49,7 @@ def prepare(run: Run, lib: Library, store: results.CampaignStore, settings: dict
         "seed": seed,
         "plugins": [str(Path(p).resolve()) for p in plugins],
         "cells": [c.to_dict() for c in run.cells],
-        "outputs": {"run": str(store.run_doc(run_id)), "partial": str(store.partial(run_id)),
+        "outputs": {"run": str(store.run_doc(run_id)), "progress": str(store.progress(run_id)),
                     "raw": str(store.raw(run_id))},
         "jobscript": str(store.job_script(run_id)),
         "git_commit": git_commit(),
@@ -75,11 +75,16 @@ def write(store: results.CampaignStore, script: str, spec: dict) -> Path:
     return path
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def execute(store: results.CampaignStore, spec: dict, timeout: float | None = None,
             stdout=None, stderr=None) -> str:
     """Run the job script; returns ``complete``, ``failed`` or ``timeout``. On a failure or a
     timeout, the cells without a result are recorded with that status."""
     script = store.job_script(spec["run_id"])
+    signal.signal(signal.SIGTERM, _interrupt)
     proc = subprocess.Popen(["bash", str(script)], stdout=stdout, stderr=stderr,
                             start_new_session=True)
     try:
@@ -89,21 +94,23 @@ def execute(store: results.CampaignStore, spec: dict, timeout: float | None = No
         results.mark_unfinished(spec, "timeout", f"run exceeded its wall-time limit of {timeout:g} s")
         return "timeout"
     except KeyboardInterrupt:
+        # interrupted from outside (Ctrl-C, the workflow stopping): not a result of the run;
+        # the journal stays, and the next attempt resumes from it
         _kill_group(proc)
-        results.mark_unfinished(spec, "failed", "interrupted")
         raise
     if rc != 0:
         results.mark_unfinished(spec, "failed", f"job script exited with status {rc}")
         return "failed"
-    if Path(spec["outputs"]["partial"]).is_file() or not Path(spec["outputs"]["run"]).is_file():
+    final = Path(spec["outputs"]["run"])
+    if not final.is_file() or results.read_json(final).get("status") != "complete":
         results.mark_unfinished(spec, "failed", "job script exited 0 but did not finish the run")
         return "failed"
     return "complete"
 
 
 def fresh(spec: dict) -> None:
-    """Forget an interrupted attempt of this run, so it is measured anew (``harness run``)."""
-    Path(spec["outputs"]["partial"]).unlink(missing_ok=True)
+    """Forget earlier attempts of this run, so it is measured anew (``harness run``)."""
+    Path(spec["outputs"]["progress"]).unlink(missing_ok=True)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -82,14 +82,16 @@ def test_interrupted_campaign_resumes_with_only_missing_runs(tmp_path):
     proc.wait(timeout=120)
     finished = {p.stem: json.loads(p.read_text()) for p in runs_dir.glob("*.json")}
     assert 3 <= len(finished) < 10
-    before = {p.stem: p.stat().st_mtime_ns for p in runs_dir.glob("*.json")}
     out = snakemake(tmp_path, cfg)
     assert out.returncode == 0, out.stderr[-3000:]
     log = out.stdout + out.stderr
-    executed = log.count("rule measure:")
-    assert executed == 10 - len(finished), log[-2000:]
-    for run_id, mtime in before.items():  # finished runs were not redone
-        assert (runs_dir / f"{run_id}.json").stat().st_mtime_ns == mtime
+    # the runs that were over are not redone (one may have ended as the interrupt came, which
+    # the workflow reruns: it then measures nothing)
+    assert 10 - len(finished) <= log.count("rule measure:") <= 11 - len(finished)
+    for run_id, doc in finished.items():
+        after = json.loads((runs_dir / f"{run_id}.json").read_text())
+        assert [(c["cell_id"], c["finished"]) for c in after["cells"]] == \
+            [(c["cell_id"], c["finished"]) for c in doc["cells"]]
     df = summary(tmp_path)
     assert len(df) == 20 and df.cell_id.is_unique
     assert set(df.status) <= {"ok", "not-converged"}
