@@ -190,6 +190,9 @@ def _provenance(comm, spec: dict) -> dict:
     import mpi4py
 
     hosts = comm.gather(MPI.Get_processor_name(), root=0)
+    # Slurm nodes can share a host name (several slurmd on one machine), so the node each
+    # rank ran on is taken from Slurm when there is one
+    node_names = comm.gather(os.environ.get("SLURMD_NODENAME") or MPI.Get_processor_name(), root=0)
     if comm.Get_rank() != 0:
         return {}
     script = spec.get("jobscript")
@@ -205,6 +208,7 @@ def _provenance(comm, spec: dict) -> dict:
         "python": platform.python_version(),
         "harness": __version__,
         "hosts": hosts,
+        "nodes": node_names,
         "thread_level": MPI.Query_thread(),
         "wtick": MPI.Wtick(),
         "wtime_is_global": bool(comm.Get_attr(MPI.WTIME_IS_GLOBAL)),

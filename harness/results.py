@@ -179,7 +179,7 @@ def summary_rows(doc: dict, settings: dict | None = None) -> list[dict]:
             "busbw": algbw * 2 * (procs - 1) / procs if algbw else None,
             "warmup": entry.get("warmup"),
             "seed": entry.get("seed"),
-            "host": ",".join(sorted(set(prov.get("hosts") or []))) or None,
+            "host": ",".join(sorted(set(prov.get("nodes") or prov.get("hosts") or []))) or None,
             "git_commit": prov.get("git_commit"),
             "config_hash": prov.get("config_hash"),
             "finished": entry.get("finished"),
