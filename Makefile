@@ -4,13 +4,14 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: all setup demo test clean-results help
+.PHONY: all setup campaign demo test clean-results help
 
-all: demo
+all: campaign
 
 help:
-	@echo "make          set up (.venv, the three MPI wheels under .mpi/) and run the demo"
+	@echo "make          set up (.venv, the three MPI wheels under .mpi/) and run the default campaign"
 	@echo "make setup    only the set-up (idempotent; seconds when done)"
+	@echo "make demo     one harness run per library (a minute)"
 	@echo "make test     run the test suite"
 
 setup: $(STAMP) mpi
@@ -26,6 +27,11 @@ $(STAMP): pyproject.toml
 mpi: $(STAMP)
 	$(BIN)/harness install
 
+# the default campaign of config/experiments.yaml on this machine (profiles/default)
+campaign: setup
+	$(BIN)/snakemake
+	@echo "summary: results/$$($(BIN)/python -c 'from harness.config import load; print(load().campaign)')/summary.csv"
+
 # a small local demo: one cell per library through `harness run`
 demo: setup
 	@for lib in mpich openmpi impi; do \
@@ -38,4 +44,4 @@ test: setup
 	$(BIN)/python -m pytest -q
 
 clean-results:
-	rm -rf results/adhoc results/demo
+	rm -rf results/adhoc results/demo results/default figures/default

@@ -263,9 +263,9 @@ def cmd_plan(args, parser) -> int:
     cfg, runs = _load_config(args, parser)
     print(f"campaign {cfg.campaign} ({cfg.source}, config {cfg.digest})")
     cells_by_exp = {}
-    for ex in cfg.experiments:
+    for ex in cfg.experiments:  # per experiment, before cells shared with another are merged
         sub = type(cfg)(**{**cfg.__dict__, "experiments": (ex,)})
-        ex_runs = plan.expand(sub)
+        ex_runs = runs if len(cfg.experiments) == 1 else plan.expand(sub)
         cells_by_exp[ex.name] = (sum(len(r.cells) for r in ex_runs), len(ex_runs))
     width = max(len(n) for n in cells_by_exp)
     for name, (ncells, nruns) in cells_by_exp.items():

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -32,12 +33,12 @@ class Cell:
     def count(self) -> int:
         return self.size // np.dtype(self.dtype).itemsize
 
-    @property
+    @cached_property
     def cell_id(self) -> str:
         return "c" + _digest(self.key())
 
     def key(self) -> dict:
-        d = asdict(self)
+        d = {f: getattr(self, f) for f in _CELL_FIELDS}
         d["params"] = [list(p) for p in self.params]
         return d
 
@@ -51,6 +52,9 @@ class Cell:
         return cls(**fields)
 
 
+_CELL_FIELDS = tuple(Cell.__dataclass_fields__)
+
+
 @dataclass(frozen=True)
 class Run:
     """Cells sharing one launch: same library, forcing environment, P and node layout."""
@@ -61,7 +65,7 @@ class Run:
     nodes: int
     cells: tuple = field(default_factory=tuple)
 
-    @property
+    @cached_property
     def run_id(self) -> str:
         return "r" + _digest([self.library, [list(e) for e in self.env], self.procs, self.nodes,
                                sorted(c.cell_id for c in self.cells)])
@@ -89,8 +93,6 @@ def expand(cfg) -> list[Run]:
     """Every cell of every experiment of ``cfg``, grouped into runs (one MPI launch each):
     same library, forcing environment, P and node count. A cell asked for by several
     experiments is measured once. Runs and their cells come in a stable order."""
-    from .libraries import get_library
-
     groups: dict[tuple, dict[str, Cell]] = {}
     for ex in cfg.experiments:
         delay_settings = []

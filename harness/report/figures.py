@@ -157,13 +157,12 @@ def _draw_column(ax, axg, d: pd.DataFrame, table: pd.DataFrame, yscale: str, ann
     for r in table.itertuples(index=False):
         if not r.best_algorithm:
             continue
-        c = style.color(r.best_algorithm)
         ax.plot([r.size], [r.best_mibs], linestyle="none", marker="o", ms=10, markerfacecolor="none",
                 markeredgecolor="black", markeredgewidth=1.0, zorder=9)
         ax.text(r.size, 0.975, style.short(r.best_algorithm), transform=trans, ha="center",
-                va="top", fontsize=7, fontweight="bold", color=c if r.best_algorithm != AUTO else "black",
+                va="top", fontsize=7, fontweight="bold", color=style.text_color(r.best_algorithm),
                 zorder=10, clip_on=False,
-                bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.8))
+                bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none"))
 
     # gain panel
     hw = _bar_halfwidth(sizes)
@@ -185,12 +184,20 @@ def _draw_column(ax, axg, d: pd.DataFrame, table: pd.DataFrame, yscale: str, ann
             gmin = min(gmin, lo_)
         gmax = max(gmax, r.gain)
         if annotate_gain:
-            axg.annotate(f"{r.gain:.2f}×", (r.size, r.gain), xytext=(0, 1.5),
+            ytext = max(r.gain, hi_ if math.isfinite(hi_) else r.gain)
+            axg.annotate(f"{r.gain:.2f}×", (r.size, ytext), xytext=(0, 2),
                          textcoords="offset points", ha="center", va="bottom", fontsize=6.5,
-                         zorder=5, bbox=dict(boxstyle="square,pad=0.05", fc="white", ec="none", alpha=0.7))
+                         zorder=5)
     axg.axhline(1.0, color="black", lw=0.8, zorder=2)
-    top = gmax + 0.25 * max(gmax - gmin, 0.1)
-    axg.set_ylim(max(0.0, gmin - 0.08 * max(gmax - gmin, 0.1)), top)
+    if gmax > 4:
+        # large gains: log scale, so 1.1x and 50x both stay readable
+        axg.set_yscale("log")
+        axg.set_ylim(min(gmin, 1.0) / 1.25, gmax * 2.5 if annotate_gain else gmax * 1.3)
+        axg.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        axg.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    else:
+        spread = max(gmax - gmin, 0.1)
+        axg.set_ylim(max(0.0, gmin - 0.08 * spread), gmax + (0.35 if annotate_gain else 0.12) * spread)
     return plotted
 
 
@@ -238,6 +245,7 @@ def auto_vs_best_figure(df: pd.DataFrame, library: str, path_without_ext, *,
         if j == 0:
             ax.set_ylabel("Throughput (MiB/s)")
             axg.set_ylabel("Gain\nAUTO t / BEST t")
+    fig.align_ylabels(axes[:, 0])
     version = d["library_version"].iloc[-1]
     ctx_text = context_label(ctx)
     fig.suptitle(f"{style.library_label(library, version)}: AUTO vs forced allreduce algorithms"

@@ -1,10 +1,9 @@
 """One look for every figure of the paper.
 
 - ``color(name)`` / ``marker(name)``: a stable mapping from an algorithm name to a colour and a
-  marker, the same in every figure. Known names index a fixed palette through the append-only
-  list ``KNOWN_ALGORITHMS`` (append new names at the end, never reorder: that would recolour old
-  figures); unknown names get a colour derived from a hash of the name. ``native:auto`` (AUTO)
-  is always black.
+  marker, the same in every figure. Known names have a fixed colour in ``COLORS`` (append-only);
+  unknown names get a colour derived from a hash of the name (stable across runs and
+  machines, but it may resemble another one). ``native:auto`` (AUTO) is always black.
 - ``short(name)``: the abbreviation used in BEST labels (``native:ring`` -> ``RNG``).
 - ``setup()``: paper-ready rcParams (readable sizes, no top/right spines, embedded TrueType).
 - ``save(fig, path_without_ext)``: writes ``.png`` (150 dpi) and ``.pdf``, each atomically.
@@ -20,39 +19,40 @@ import tempfile
 from pathlib import Path
 
 import matplotlib
+import matplotlib.colors
 
 AUTO = "native:auto"
 AUTO_COLOR = "#000000"
 
-# Append-only: the position of a name is its colour index. Native ones first (all libraries),
-# then the harness' own algorithms.
-KNOWN_ALGORITHMS = [
-    "native:auto",
+# The colour of every known algorithm, fixed by hand so that the algorithms of one library are
+# clearly distinct and dark enough for text; algorithms common to several libraries (RDB, RNG,
+# RAB, RSA) share a colour, and harness implementations get a darker shade of their native
+# namesake. Append-only: add new names at the end, never change an existing entry (that would
+# recolour old figures). The order also fixes the marker of each name.
+COLORS = {
+    "native:auto": AUTO_COLOR,
+    # common to several libraries
+    "native:recursive_doubling": "#2ca02c", "native:ring": "#d62728",
+    "native:rabenseifner": "#1f77b4", "native:reduce_scatter_allgather": "#9467bd",
     # MPICH
-    "native:nb", "native:smp", "native:recursive_doubling", "native:recursive_multiplying",
-    "native:reduce_scatter_allgather", "native:tree", "native:recexch", "native:ring",
-    "native:k_reduce_scatter_allgather",
+    "native:nb": "#7f7f7f", "native:smp": "#8c564b", "native:recursive_multiplying": "#ff7f0e",
+    "native:tree": "#17becf", "native:recexch": "#bcbd22",
+    "native:k_reduce_scatter_allgather": "#e377c2",
     # Open MPI
-    "native:basic_linear", "native:nonoverlapping", "native:segmented_ring", "native:rabenseifner",
+    "native:basic_linear": "#393b79", "native:nonoverlapping": "#e6ab02",
+    "native:segmented_ring": "#e7298a",
     # Intel MPI
-    "native:reduce_bcast", "native:topo_reduce_bcast", "native:binomial_gather_scatter",
-    "native:topo_binomial_gather_scatter", "native:shumilin_ring", "native:topo_shm_flat",
-    "native:nreduce", "native:ring_alt",
+    "native:reduce_bcast": "#637939", "native:topo_reduce_bcast": "#1b9e77",
+    "native:binomial_gather_scatter": "#d95f02", "native:topo_binomial_gather_scatter": "#a6761d",
+    "native:shumilin_ring": "#843c39", "native:topo_shm_flat": "#7b4173",
+    "native:nreduce": "#6b6ecf", "native:ring_alt": "#f28e7f",
     # harness algorithms
-    "ring", "recursive_doubling", "rabenseifner", "reduce_scatter_allgather", "binomial",
-    "suara", "suara2",
-]
+    "ring": "#a50f15", "recursive_doubling": "#006d2c", "rabenseifner": "#08519c",
+    "reduce_scatter_allgather": "#54278f", "binomial": "#525252", "suara": "#cc4c02",
+    "suara2": "#ce1256",
+}
+KNOWN_ALGORITHMS = list(COLORS)
 
-# 30 colours, neighbours in the list differ strongly (tab10, then Dark2, then tab20's light
-# shades and a few extra). Index 0 belongs to AUTO (black).
-PALETTE = [
-    AUTO_COLOR,
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-    "#bcbd22", "#17becf",
-    "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d",
-    "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#dbdb8d",
-    "#9edae5", "#393b79", "#637939", "#843c39",
-]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "p", "*"]
 
 # Abbreviations for BEST labels (Castelló et al. use RDB, RSA, RNG, SRG, ...).
@@ -83,12 +83,21 @@ def _digest(name: str) -> int:
 
 def color(name: str) -> str:
     """The colour of algorithm ``name`` (hex), identical in every figure."""
-    i = _index(name)
-    if i is not None and i < len(PALETTE):
-        return PALETTE[i]
+    if name in COLORS:
+        return COLORS[name]
     h = _digest(name)
     r, g, b = colorsys.hsv_to_rgb((h % 360) / 360.0, 0.55 + (h >> 9) % 30 / 100, 0.55 + (h >> 17) % 25 / 100)
     return "#{:02x}{:02x}{:02x}".format(int(r * 255), int(g * 255), int(b * 255))
+
+
+def text_color(name: str) -> str:
+    """``color(name)`` darkened when it is light, for labels printed in that colour."""
+    r, g, b = matplotlib.colors.to_rgb(color(name))
+    lum = 0.2126 * r + 0.7152 * g + 0.0722 * b
+    if lum <= 0.45:
+        return color(name)
+    k = 0.45 / lum
+    return matplotlib.colors.to_hex((r * k, g * k, b * k))
 
 
 def marker(name: str) -> str:

@@ -249,11 +249,18 @@ def display(table: pd.DataFrame) -> tuple[list[str], list[list[dict]]]:
     return header, rows
 
 
+def _numeric_columns(header, rows) -> list[bool]:
+    """Right-align a column when every non-empty cell of it is numeric (and one exists)."""
+    out = []
+    for i in range(len(header)):
+        filled = [row[i] for row in rows if row[i]["text"]]
+        out.append(bool(filled) and all(c.get("numeric") for c in filled) and i > 0)
+    return out
+
+
 def to_markdown(table: pd.DataFrame, caption: str = "") -> str:
     header, rows = display(table)
-    numeric = [all(row[i].get("numeric") for row in rows if row[i]["text"]) and bool(rows)
-               for i in range(len(header))]
-    numeric[0] = False
+    numeric = _numeric_columns(header, rows)
 
     def md(c):
         t = c["text"].replace("|", "\\|")
@@ -286,9 +293,7 @@ def tex_escape(text: str) -> str:
 def to_latex(table: pd.DataFrame, caption: str = "", label: str = "") -> str:
     """A booktabs ``table*`` (needs ``\\usepackage{booktabs}``)."""
     header, rows = display(table)
-    numeric = [all(row[i].get("numeric") for row in rows if row[i]["text"]) and bool(rows)
-               for i in range(len(header))]
-    numeric[0] = False
+    numeric = _numeric_columns(header, rows)
     ci_cols = [i for i, h in enumerate(header) if h == "95% CI"]
 
     def tex(c, i):
