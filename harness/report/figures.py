@@ -244,7 +244,7 @@ def auto_vs_best_figure(df: pd.DataFrame, library: str, path_without_ext, *,
         axg.set_xlabel("Message size per rank")
         if j == 0:
             ax.set_ylabel("Throughput (MiB/s)")
-            axg.set_ylabel("Gain\nAUTO t / BEST t")
+            axg.set_ylabel("Gain\n" r"$t_\mathrm{AUTO}/t_\mathrm{BEST}$")
     fig.align_ylabels(axes[:, 0])
     version = d["library_version"].iloc[-1]
     ctx_text = context_label(ctx)
