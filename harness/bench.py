@@ -25,6 +25,7 @@ import numpy as np
 from . import __version__, results, stats, verify
 from .algorithms import Context, load_plugin, resolve
 from .delays import compute_phase, delay_vector, wait_until
+from .libraries import get_library
 from .plan import Cell
 
 ENV_PREFIXES = ("OMPI_", "MPIR_CVAR_", "I_MPI_", "SLURM_", "MPI4PY_", "PMI_", "HYDRA_", "HARNESS_")
@@ -122,6 +123,15 @@ def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None):
         time_budget=settings["time_budget"])
     metric = settings.get("metric", "mean")
     warmup = int(settings.get("warmup", 0))
+    entry = {"cell_id": cell.cell_id, "cell": cell.to_dict(), "metric": metric, "warmup": warmup,
+             "seed": seed}
+    if cell.algorithm.startswith("native:"):
+        reason = get_library(cell.library).native(cell.algorithm).not_applicable(
+            cell.count, comm.Get_size(), np.dtype(cell.dtype).itemsize)
+        if reason:
+            entry.update(status="failed", error=reason, stats={}, converged=False,
+                         finished=results.now())
+            return entry, None
     m = _Cell(comm, cell, settings, seed, algorithm)
     procs = m.procs
 
@@ -161,9 +171,8 @@ def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None):
         if not status:
             status = stats.decide(series[metric], rule, float(every[:, 3].max()))
 
-    entry = {"cell_id": cell.cell_id, "cell": cell.to_dict(), "metric": metric, "warmup": warmup,
-             "seed": seed, "sync": m.sync, "window": m.window if m.sync == "window" else None,
-             "status": status, "error": error, "converged": status == "ok"}
+    entry.update(sync=m.sync, window=m.window if m.sync == "window" else None, status=status,
+                 error=error, converged=status == "ok")
     if status in ("ok", "not-converged"):
         summaries = {k: stats.summarize(series[k], rule.confidence) for k in METRICS}
         entry.update(stats=summaries[metric], all_stats=summaries)

@@ -37,6 +37,20 @@ class NativeAlgorithm:
     description: str = ""
     constraints: str = ""
     verified: str = ""
+    applies: str | None = None  # condition on count, procs, pof2, itemsize, size
+
+    def not_applicable(self, count: int, procs: int, itemsize: int) -> str | None:
+        """Why this forced value would not run the named algorithm for such a call (the
+        library silently substitutes another), or None when it does."""
+        if not self.applies:
+            return None
+        names = {"count": count, "procs": procs, "pof2": 1 << (procs.bit_length() - 1),
+                 "itemsize": itemsize, "size": count * itemsize}
+        if eval(self.applies, {"__builtins__": {}}, names):  # catalogue data, not user input
+            return None
+        return (f"not applicable: the catalogue requires {self.applies} "
+                f"(count={count}, procs={procs}, pof2={names['pof2']}, itemsize={itemsize}); "
+                f"the library would silently run another algorithm")
 
 
 @dataclass(frozen=True)
@@ -109,6 +123,7 @@ def _parse_library(name: str, doc: dict) -> Library:
             description=a.get("description", ""),
             constraints=a.get("constraints", ""),
             verified=a.get("verified", ""),
+            applies=a.get("applies"),
         )
     if "auto" not in algorithms:
         raise ValueError(f"{CATALOGUE_FILE}: library {name} has no 'auto' algorithm")

@@ -37,8 +37,29 @@ def test_entry_runs_and_is_correct(results_root, library, algorithm):
              Cell(library, algorithm, 4, 28, "int32", "max")]
     outcome, doc, _ = execute_run(results_root, library, cells)
     assert outcome == "complete"
-    statuses = [c["status"] for c in doc["cells"]]
-    assert statuses and all(s in ("ok", "not-converged") for s in statuses), doc["cells"]
-    forced = libraries.get_library(library).native(algorithm).env
+    entry = libraries.get_library(library).native(algorithm)
+    by_id = {c["cell_id"]: c for c in doc["cells"]}
+    assert len(by_id) == 2
+    for cell in cells:
+        got = by_id[cell.cell_id]
+        if entry.not_applicable(cell.count, cell.procs, int(cell.size / cell.count)):
+            # the library would silently substitute another algorithm: not measured
+            assert got["status"] == "failed" and "not applicable" in got["error"]
+            assert not got["stats"]
+        else:
+            assert got["status"] in ("ok", "not-converged"), got
+    assert by_id[cells[0].cell_id]["status"] != "failed" or entry.applies
+    forced = entry.env
     for name, value in forced.items():
         assert doc["provenance"]["env"][name] == value
+
+
+def test_not_applicable_forced_value_is_not_measured(results_root):
+    """Open MPI's segmented ring below P x segment runs plain ring: recorded, not timed."""
+    cells = [Cell("openmpi", "native:segmented_ring", 2, 4096),
+             Cell("openmpi", "native:segmented_ring", 2, 2**20)]
+    outcome, doc, _ = execute_run(results_root, "openmpi", cells)
+    assert outcome == "complete"
+    small, large = doc["cells"]
+    assert small["status"] == "failed" and "count >= procs * (65536 // itemsize)" in small["error"]
+    assert large["status"] in ("ok", "not-converged")

@@ -277,10 +277,12 @@ def auto_vs_best_figure(df: pd.DataFrame, library: str, path_without_ext, *,
     return style.save(fig, path_without_ext)
 
 
-def _slug(ctx: dict) -> str:
+def _slug(ctx: dict, cols) -> str:
+    """File-name suffix naming the conditions ``cols`` (those that vary): ``float64_sum_none``
+    style for dtype/op/delay, ``max_delay-1.00ms`` style for the others."""
     parts = []
     for c in FIGURE_CONTEXT:
-        if c in ctx:
+        if c in ctx and c in cols:
             v = ctx[c]
             if c == "max_delay":
                 v = tables.format_time(float(v))[0].replace(" ", "").replace("µ", "u") if float(v) > 0 else "0"
@@ -292,8 +294,8 @@ def _slug(ctx: dict) -> str:
 
 def make_all(summary_csv, tables_dir, figures_dir) -> list[Path]:
     """Per library in ``summary_csv``: ``figures_dir/auto_vs_best_<library>.{png,pdf}`` (one
-    file per set of conditions, suffixed ``_<dtype>_<op>_<delay>...``, when the summary holds
-    several); and ``tables_dir/auto_vs_best.{md,tex,csv}`` for all libraries. Returns the paths."""
+    file per set of conditions when the library's rows hold several, suffixed with the varying
+    ones only, e.g. ``_none`` / ``_one-late_max_delay-1.00ms``); and ``tables_dir/auto_vs_best.{md,tex,csv}`` for all libraries. Returns the paths."""
     d = tables.load_summary(summary_csv)
     d = d[d["algorithm"].str.startswith("native:")]
     written: list[Path] = []
@@ -310,7 +312,7 @@ def make_all(summary_csv, tables_dir, figures_dir) -> list[Path]:
             written += auto_vs_best_figure(dl, lib, Path(figures_dir) / f"auto_vs_best_{lib}")
             continue
         for _, g in dl.groupby(vary, dropna=False, sort=True):
-            slug = _slug(tables.constants(g, FIGURE_CONTEXT))
+            slug = _slug(tables.constants(g, FIGURE_CONTEXT), vary)
             written += auto_vs_best_figure(g, lib, Path(figures_dir) / f"auto_vs_best_{lib}_{slug}")
     return written
 
