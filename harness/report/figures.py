@@ -103,7 +103,8 @@ def _throughput(sub: pd.DataFrame):
     return x, y, err
 
 
-def _draw_column(ax, axg, d: pd.DataFrame, table: pd.DataFrame, yscale: str, annotate_gain: bool):
+def _draw_column(ax, axg, d: pd.DataFrame, table: pd.DataFrame, yscale: str, annotate_gain: bool,
+                 strip: float):
     ok = tables.timed_mask(d)
     timed = d[ok]
     sizes = sorted(d["size"].unique())
@@ -139,30 +140,40 @@ def _draw_column(ax, axg, d: pd.DataFrame, table: pd.DataFrame, yscale: str, ann
         ax.text(0.5, 0.5, "no valid measurement", transform=ax.transAxes, ha="center",
                 va="center", color="0.4")
         ax.set_yscale(yscale)
+        ax.set_yticks([])
+        ax.set_yticks([], minor=True)
     else:
-        # headroom: the top ~14 % of the panel is the strip of BEST labels, free of data
+        # headroom: the top of the panel is the strip of BEST labels, free of data
         ax.set_yscale(yscale)
+        f = strip  # fraction of the panel height kept free
         if yscale == "log":
             ymin = ymin if ymin > 0 and math.isfinite(ymin) else ymax / 10
             span = max(math.log10(ymax / ymin), 0.3)
             lo = ymin / 10 ** (0.04 * span)
-            hi = ymax * 10 ** (span * 0.2)
+            hi = ymax * 10 ** ((span * 1.04) * f / (1 - f))
         else:
             span = max(ymax - min(ymin, 0), ymax * 0.1)
-            lo, hi = 0, ymax + 0.2 * span
+            lo, hi = 0, ymax + span * f / (1 - f)
         ax.set_ylim(lo, hi)
+        if yscale == "log":
+            plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
+            ax.yaxis.set_major_formatter(plain)
+            few = math.log10(hi / lo) < 1.5  # less than ~1.5 decades: label minor ticks too
+            ax.yaxis.set_minor_formatter(plain if few else matplotlib.ticker.NullFormatter())
 
-    # BEST: ring + label strip
+    # BEST: ring + label strip (rotated when the sizes are many)
     trans = matplotlib.transforms.blended_transform_factory(ax.transData, ax.transAxes)
+    rotate = len(sizes) > 9
     for r in table.itertuples(index=False):
         if not r.best_algorithm:
             continue
-        ax.plot([r.size], [r.best_mibs], linestyle="none", marker="o", ms=10, markerfacecolor="none",
-                markeredgecolor="black", markeredgewidth=1.0, zorder=9)
-        ax.text(r.size, 0.975, style.short(r.best_algorithm), transform=trans, ha="center",
-                va="top", fontsize=7, fontweight="bold", color=style.text_color(r.best_algorithm),
+        ax.plot([r.size], [r.best_mibs], linestyle="none", marker="o", ms=8 if rotate else 10,
+                markerfacecolor="none", markeredgecolor="black", markeredgewidth=0.9, zorder=9)
+        ax.text(r.size, 0.985, style.short(r.best_algorithm), transform=trans, ha="center",
+                va="top", fontsize=6.5 if rotate else 7, fontweight="bold",
+                rotation=90 if rotate else 0, color=style.text_color(r.best_algorithm),
                 zorder=10, clip_on=False,
-                bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none"))
+                bbox=None if rotate else dict(boxstyle="round,pad=0.15", fc="white", ec="none"))
 
     # gain panel
     hw = _bar_halfwidth(sizes)
@@ -192,7 +203,7 @@ def _draw_column(ax, axg, d: pd.DataFrame, table: pd.DataFrame, yscale: str, ann
     if gmax > 4:
         # large gains: log scale, so 1.1x and 50x both stay readable
         axg.set_yscale("log")
-        axg.set_ylim(min(gmin, 1.0) / 1.25, gmax * 2.5 if annotate_gain else gmax * 1.3)
+        axg.set_ylim(min(gmin, 1.0) / 1.25, gmax * 3.5 if annotate_gain else gmax * 1.3)
         axg.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
         axg.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     else:
@@ -227,7 +238,7 @@ def auto_vs_best_figure(df: pd.DataFrame, library: str, path_without_ext, *,
     ncols = len(cols)
     n_sizes = d["size"].nunique()
     width = max(6.0, 3.3 * ncols + 1.2)
-    fig = Figure(figsize=(width, 4.6), layout="constrained")
+    fig = Figure(figsize=(width, 4.6 if n_sizes <= 9 else 5.0), layout="constrained")
     axes = fig.subplots(2, ncols, sharex="col", squeeze=False,
                         gridspec_kw={"height_ratios": [3, 1.15]})
     plotted = set()
@@ -238,7 +249,8 @@ def auto_vs_best_figure(df: pd.DataFrame, library: str, path_without_ext, *,
         tsub = table[(table["procs"] == p)]
         if "nodes" in tsub.columns:
             tsub = tsub[tsub["nodes"] == n]
-        plotted |= set(_draw_column(ax, axg, sub, tsub, yscale, annotate_gain=n_sizes <= 10))
+        plotted |= set(_draw_column(ax, axg, sub, tsub, yscale, annotate_gain=n_sizes <= 10,
+                                    strip=0.25 if n_sizes > 9 else 0.13))
         title = f"P = {int(p)}" + (f", {int(n)} node{'s' if n != 1 else ''}" if many_nodes else "")
         ax.set_title(title, pad=4)
         axg.set_xlabel("Message size per rank")
@@ -264,16 +276,16 @@ def auto_vs_best_figure(df: pd.DataFrame, library: str, path_without_ext, *,
     if (d[tables.timed_mask(d)]["status"] == "not-converged").any():
         handles.append((Line2D([], [], linestyle="none", marker="o", ms=4.5, markerfacecolor="white",
                                markeredgecolor="0.3"), "hollow: CI not converged"))
-    ncol = max(2, min(len(handles), int(width // 1.75)))
-    fig.legend([h for h, _ in handles], [t for _, t in handles], loc="outside lower center",
-               ncol=ncol, handlelength=2.2, columnspacing=1.2, borderaxespad=0.2)
     unplotted = sorted(set(d["algorithm"]) - plotted)
     if unplotted:
         statuses = d[d["algorithm"].isin(unplotted)].groupby("algorithm")["status"].agg(
             lambda s: "/".join(sorted(set(s))))
-        note = "Not plotted (no valid time): " + ", ".join(
+        note = "not plotted, no valid time: " + ", ".join(
             f"{style.short(a)} ({statuses[a]})" for a in _algo_order(unplotted))
-        fig.text(0.5, -0.01, note, ha="center", va="top", fontsize=7, color="0.35", wrap=True)
+        handles.append((Line2D([], [], linestyle="none"), note))
+    ncol = max(2, min(len(handles), int(width // 1.75)))
+    fig.legend([h for h, _ in handles], [t for _, t in handles], loc="outside lower center",
+               ncol=ncol, handlelength=2.2, columnspacing=1.2, borderaxespad=0.2)
     return style.save(fig, path_without_ext)
 
 
@@ -295,7 +307,8 @@ def _slug(ctx: dict, cols) -> str:
 def make_all(summary_csv, tables_dir, figures_dir) -> list[Path]:
     """Per library in ``summary_csv``: ``figures_dir/auto_vs_best_<library>.{png,pdf}`` (one
     file per set of conditions when the library's rows hold several, suffixed with the varying
-    ones only, e.g. ``_none`` / ``_one-late_max_delay-1.00ms``); and ``tables_dir/auto_vs_best.{md,tex,csv}`` for all libraries. Returns the paths."""
+    ones only, e.g. ``_none`` / ``_one-late_max_delay-1.00ms``); and
+    ``tables_dir/auto_vs_best.{md,tex,csv}`` for all libraries. Returns the paths."""
     d = tables.load_summary(summary_csv)
     d = d[d["algorithm"].str.startswith("native:")]
     written: list[Path] = []

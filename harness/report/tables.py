@@ -130,6 +130,8 @@ def auto_vs_best(df: pd.DataFrame) -> pd.DataFrame:
             gain = am / bm if a_timed and b is not None else math.nan
             gain_low = al / bh if a_timed and bh > 0 else math.nan
             gain_high = ah / bl if a_timed and bl > 0 else math.nan
+        if b is not None and b["algorithm"] == AUTO:
+            gain_low = gain_high = 1.0  # AUTO is BEST: the gain is 1 by construction
         bad = g[~ok.loc[g.index]].sort_values("algorithm")
         row.update({
             "auto_status": a["status"] if a is not None else "missing",
@@ -233,9 +235,10 @@ def display(table: pd.DataFrame) -> tuple[list[str], list[list[dict]]]:
         rows.append([
             cell(style.library_label(r["library"], r["library_version"])),
             cell(str(int(r["procs"])), numeric=True),
-            *[cell(_context_label(c, r[c])) for c in ctx],
+            *[cell(_context_label(c, r[c]), numeric=c in ("nodes", "max_delay", "late_rank"))
+              for c in ctx],
             cell(format_size(r["size"]), numeric=True),
-            cell(at, numeric=bool(aci), dagger=r["auto_status"] == "not-converged"),
+            cell(at, numeric=True, dagger=r["auto_status"] == "not-converged"),
             cell(aci, numeric=True),
             cell(_num(r["auto_mibs"]) if math.isfinite(r["auto_mibs"]) else "", numeric=True),
             cell(_algo(r["best_algorithm"]) if r["best_algorithm"] else "none"),
@@ -309,7 +312,8 @@ def to_latex(table: pd.DataFrame, caption: str = "", label: str = "") -> str:
     spec = "".join("r" if n else "l" for n in numeric)
     out = [r"\begin{table*}[t]", r"\centering", r"\small"]
     if caption:
-        out.append(rf"\caption{{{tex_escape(caption)} {tex_escape(NOTE)}}}")
+        note = tex_escape(NOTE).replace(r"2\textasciicircum{}20", r"$2^{20}$")
+        out.append(rf"\caption{{{tex_escape(caption)} {note}}}")
     if label:
         out.append(rf"\label{{{label}}}")
     out += [rf"\begin{{tabular}}{{{spec}}}", r"\toprule",
