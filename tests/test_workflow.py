@@ -47,7 +47,7 @@ def summary(tmp_path):
 def test_campaign_end_to_end(tmp_path):
     cfg = write_config(tmp_path, {
         "small": {"libraries": ["mpich", "openmpi"], "algorithms": ["native:auto", "native:ring"],
-                  "procs": [2], "sizes": ["8B", "4KiB"]}})
+                  "procs": [2], "sizes": ["64B", "4KiB"]}})
     out = snakemake(tmp_path, cfg)
     assert out.returncode == 0, out.stderr[-3000:]
     df = summary(tmp_path)
@@ -68,7 +68,7 @@ def test_campaign_end_to_end(tmp_path):
 def test_interrupted_campaign_resumes_with_only_missing_runs(tmp_path):
     cfg = write_config(tmp_path, {
         "many": {"libraries": ["mpich"], "algorithms": ["native:*"], "procs": [2],
-                 "sizes": ["8B", "1KiB"]}})
+                 "sizes": ["64B", "1KiB"]}})
     runs_dir = tmp_path / "results" / "wf" / "runs"
     proc = subprocess.Popen(
         SNAKEMAKE + ["--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path / "work"),

@@ -6,6 +6,13 @@
 import sys
 
 
+def _per_node(run):
+    """Ranks per node when they split evenly over several nodes, with more than one each (the
+    plugin refuses tasks_per_node=1); else None and the run asks for its task count."""
+    per, rest = divmod(run.procs, run.nodes)
+    return per if run.nodes > 1 and not rest and per > 1 else None
+
+
 rule measure:
     input:
         script=RES + "/jobs/{run}.sh",
@@ -18,7 +25,10 @@ rule measure:
     threads: workflow.cores
     resources:
         mpi="srun",
-        tasks=lambda w: CAMPAIGN.runs[w.run].procs,
+        # Slurm wants exactly one of tasks and tasks_per_node. An even split asks for tasks per
+        # node: with only a task count, Slurm packs the ranks (P=4 on 2 nodes of 4 CPUs: 3+1).
+        tasks=lambda w: None if _per_node(CAMPAIGN.runs[w.run]) else CAMPAIGN.runs[w.run].procs,
+        tasks_per_node=lambda w: _per_node(CAMPAIGN.runs[w.run]),
         nodes=lambda w: CAMPAIGN.runs[w.run].nodes,
         cpus_per_task=1,
         runtime=CAMPAIGN.walltime_minutes(),

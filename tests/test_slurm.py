@@ -1,0 +1,135 @@
+"""`snakemake --profile slurm` on a real Slurm: the local two-node cluster of .ci/slurm.
+
+Opt-in: set HARNESS_SLURM_TESTS=1 (CI does, see .ci/run). The tests then bring the cluster
+up with `bash .ci/slurm/up.sh` (Debian packages, root) and fail if that fails; without the
+variable they are skipped."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import REPO
+
+SNAKEMAKE = [str(Path(sys.executable).parent / "snakemake")]
+FAST_STOP = {"min_reps": 3, "max_reps": 6, "precision": 0.5, "warmup": 1, "time_budget": "20s"}
+SITE_VARS = ("HARNESS_SLURM_ACCOUNT", "HARNESS_SLURM_PARTITION", "HARNESS_SLURM_QOS")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_slurm():
+    if os.environ.get("HARNESS_SLURM_TESTS") != "1":
+        pytest.skip("real Slurm tests are opt-in: set HARNESS_SLURM_TESTS=1 to run them (they "
+                    "install and start a local two-node Slurm with .ci/slurm/up.sh, as root)")
+    try:
+        up = subprocess.run(["bash", str(REPO / ".ci" / "slurm" / "up.sh")], cwd=REPO,
+                            capture_output=True, text=True, timeout=900)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f".ci/slurm/up.sh did not finish in {exc.timeout} s", pytrace=False)
+    if up.returncode != 0:
+        pytest.fail(f".ci/slurm/up.sh failed ({up.returncode}):\n{up.stdout[-3000:]}\n"
+                    f"{up.stderr[-3000:]}", pytrace=False)
+
+
+def write_config(base, campaign="sl"):
+    base.mkdir(parents=True, exist_ok=True)
+    doc = {"campaign": campaign, "stopping": FAST_STOP, "experiments": {
+        "two": {"libraries": ["mpich"], "algorithms": ["native:auto", "native:ring"],
+                "procs": [4], "nodes": 2, "sizes": ["8B", "4KiB"]}}}
+    path = base / "config.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def snakemake_slurm(base, cfg, *extra, site=None, timeout=600):
+    """`snakemake --profile slurm` from the repository root (where ./slurm names the profile),
+    with the work directory, results and figures under ``base``."""
+    env = {k: v for k, v in os.environ.items() if k not in SITE_VARS}
+    env.update(site or {})
+    env["HARNESS_RESULTS"] = str(base / "results")
+    env["HARNESS_FIGURES"] = str(base / "figures")
+    return subprocess.run(
+        SNAKEMAKE + ["--profile", "slurm", "--snakefile", str(REPO / "Snakefile"),
+                     "--directory", str(base / "work"), "--configfile", str(cfg),
+                     "--slurm-init-seconds-before-status-checks", "2", *extra],
+        env=env, capture_output=True, text=True, timeout=timeout, cwd=REPO)
+
+
+def run_uuid(log):
+    m = re.search(r"SLURM run ID: (\S+)", log)
+    assert m, log[-3000:]
+    return m.group(1)
+
+
+def test_campaign_runs_on_slurm_across_both_nodes(tmp_path):
+    # Everything lives under a directory whose name would run commands if a shell expanded
+    # it: the plugin's `sbatch --wrap="..."` would (the profile feeds the command on stdin).
+    marker = f"pwned-{uuid.uuid4().hex[:8]}"
+    base = tmp_path / f"w$(touch {marker})`touch {marker}-bt`"
+    cfg = write_config(base)
+    out = snakemake_slurm(base, cfg, site={"HARNESS_SLURM_PARTITION": "debug"})
+    log = out.stdout + out.stderr
+    assert out.returncode == 0, log[-4000:]
+
+    df = pd.read_csv(base / "results" / "sl" / "summary.csv")
+    assert len(df) == 4 and df.cell_id.is_unique
+    assert set(df.status) <= {"ok", "not-converged"}
+    assert set(df.algorithm) == {"native:auto", "native:ring"}
+    assert set(df["size"]) == {8, 4096} and set(df.procs) == {4} and set(df.nodes) == {2}
+    assert (base / "figures" / "sl" / "auto_vs_best_mpich.png").stat().st_size > 0
+
+    runs = sorted((base / "results" / "sl" / "runs").glob("*.json"))
+    assert len(runs) == 2
+    for path in runs:
+        doc = json.loads(path.read_text())
+        nodes = doc["provenance"]["nodes"]
+        # four ranks, two on each node (the rule asks for tasks per node when P splits evenly)
+        assert sorted(nodes) == ["n1", "n1", "n2", "n2"], (path.name, nodes)
+    for script in (base / "results" / "sl" / "jobs").glob("*.sh"):
+        assert "srun --mpi=pmi2 --nodes=2 --ntasks=4" in script.read_text()
+
+    # Slurm's accounting knows both jobs, named after the run, finished on both nodes
+    acct = subprocess.run(["sacct", "-X", "-n", "-P", "--name", run_uuid(log), "-o",
+                           "JobID,State,NodeList,Partition"],
+                          capture_output=True, text=True, timeout=60)
+    rows = [line.split("|") for line in acct.stdout.split()]
+    assert len(rows) == 2, acct.stdout + acct.stderr
+    assert all(r[1] == "COMPLETED" and r[2] == "n[1-2]" and r[3] == "debug" for r in rows), rows
+
+    assert not list(tmp_path.rglob("pwned*")) and not list(REPO.glob("pwned*"))
+
+
+@pytest.mark.parametrize("var", ["HARNESS_SLURM_PARTITION", "HARNESS_SLURM_ACCOUNT"])
+def test_site_values_reach_slurm_as_literals(tmp_path, var):
+    """A site value with shell metacharacters is handed to Slurm as one literal word: Slurm
+    (or the plugin's account check) rejects it, nothing is executed, snakemake returns."""
+    marker = Path("/tmp") / f"harness-pwned-{uuid.uuid4().hex}"
+    evil = f"debug; touch {marker}; echo $(touch {marker}) `touch {marker}`"
+    site = {var: evil}
+    if var == "HARNESS_SLURM_PARTITION":
+        site["HARNESS_SLURM_QOS"] = f"normal'$(touch {marker})"
+    cfg = write_config(tmp_path)
+    try:
+        out = snakemake_slurm(tmp_path, cfg, "--until", "aggregate", site=site, timeout=300)
+        log = out.stdout + out.stderr
+        assert out.returncode != 0, log[-4000:]
+        assert not marker.exists()
+        assert not (tmp_path / "results" / "sl" / "runs").exists() or \
+            not list((tmp_path / "results" / "sl" / "runs").glob("*.json"))
+        if var == "HARNESS_SLURM_PARTITION":
+            # the value got to sbatch shell-quoted, and sbatch refused the partition
+            assert "-p 'debug; touch" in log, log[-4000:]
+            assert "--qos='normal'\"'\"'$(touch" in log, log[-4000:]
+            assert "invalid partition" in log.lower(), log[-4000:]
+        else:
+            assert "appears to be invalid" in log, log[-4000:]
+        assert "has been submitted with SLURM jobid" not in log
+    finally:
+        marker.unlink(missing_ok=True)
