@@ -55,7 +55,7 @@ class _Cell:
         self.fn = algorithm or resolve(cell.algorithm)
         self.op = _mpi_op(MPI, cell.op)
         self.send = verify.contribution(self.rank, cell.count, cell.dtype, cell.op)
-        self.recv = np.empty(cell.count, dtype=cell.dtype)
+        self.recv = verify.aligned_empty(cell.count, cell.dtype)
         self.want = verify.expected(self.procs, cell.count, cell.dtype, cell.op)
         self.bad = verify.sentinel(cell.dtype)
         mpitype = {"float32": MPI.FLOAT, "float64": MPI.DOUBLE, "int32": MPI.INT32_T,
