@@ -12,7 +12,6 @@ and the run document after every cell, atomically: a run that dies keeps what it
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import platform
 import sys
@@ -249,18 +248,13 @@ def _resume(spec: dict, rank: int):
     done = [c["cell_id"] for c in doc["cells"]]
     raw = []
     if raw_path.is_file() and done:
+        import pyarrow as pa
         import pyarrow.compute as pc
         import pyarrow.parquet as pq
 
         table = pq.read_table(raw_path)
-        raw = [table.filter(pc.is_in(table["cell_id"], value_set=pa_array(done)))]
+        raw = [table.filter(pc.is_in(table["cell_id"], value_set=pa.array(done)))]
     return doc, raw
-
-
-def pa_array(values):
-    import pyarrow as pa
-
-    return pa.array(values)
 
 
 def run(spec_path: str) -> int:

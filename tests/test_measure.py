@@ -8,7 +8,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import FAST, PLUGIN, execute_run, fast_settings, harness
+from conftest import FAST, PLUGIN, execute_run, harness
 from harness.plan import Cell
 from harness.verify import DTYPES, OPS
 

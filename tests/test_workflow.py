@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pandas as pd
-import pytest
 import yaml
 
 from conftest import PLUGIN, REPO
