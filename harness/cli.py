@@ -290,6 +290,36 @@ def cmd_exec(args, parser) -> int:
     return 0
 
 
+def cmd_model_suara2(args, parser) -> int:
+    from . import models
+
+    if args.params == "paper":
+        params = models.Params.paper()
+    else:
+        try:
+            params = models.Params.from_dict(results.read_json(args.params))
+        except (OSError, ValueError, KeyError) as exc:
+            parser.error(f"argument --params: cannot read {args.params!r}: {exc}")
+    c = models.select_suara2(args.procs, args.size, params)
+    rs = models.cost("rs", args.procs, args.size, params) if "rs" in params.algorithms else None
+    print(f"SUARA2 model, P={args.procs}, m={format_size(args.size)}, parameters: {args.params}")
+    if c.fallback == "no-grid":
+        print(f"  no grid 1 < P_c < P divides P={args.procs}: best single algorithm "
+              f"{c.best_single} {format_time(c.best_single_time)}")
+    else:
+        grid = c.best_grid if c.fallback == "single" else c
+        print(f"  grid P_r x P_c = {grid.P_r} x {grid.P_c}, combination ({grid.a_r}, {grid.a_c}), "
+              f"predicted {format_time(grid.time)}")
+        print(f"  best single algorithm {c.best_single}: {format_time(c.best_single_time)}; "
+              f"predicted speedup {c.best_single_time / grid.time:.3f}")
+        if rs:
+            print(f"  single-level segmented ring (rs): {format_time(rs)}; "
+                  f"predicted speedup over rs {rs / grid.time:.3f}")
+        if c.fallback == "single":
+            print("  the model prefers the single algorithm at this P and size")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="harness", description="Allreduce experiment harness: measure and "
                      "compare MPI allreduce algorithms across libraries, P, sizes and delays.")
@@ -307,6 +337,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=_typed(parse_time, "time"), default=None,
                    help="wall-time limit; past it the run is killed and recorded as timeout")
     p.set_defaults(func=cmd_exec)
+    p = sub.add_parser("model", help="cost models: the grid and combination SUARA2 would choose")
+    msub = p.add_subparsers(dest="model", required=True, parser_class=_Parser)
+    q = msub.add_parser("suara2", help="SUARA2 selection (Algorithm 2) for P and a message size",
+                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    q.add_argument("--procs", "-n", type=_int_at_least(1), required=True)
+    q.add_argument("--size", type=_typed(parse_size, "size"), required=True)
+    q.add_argument("--params", default="paper",
+                   help="'paper' (SUARA Table 4) or a JSON file of fitted parameters")
+    q.set_defaults(func=cmd_model_suara2)
     p = sub.add_parser("algorithms", help="list every library's forcible algorithms")
     p.set_defaults(func=cmd_algorithms)
     p = sub.add_parser("install", help="install the MPI libraries' wheels under .mpi/ (idempotent)")
@@ -320,6 +359,8 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     sub = parser._subparsers._group_actions[0].choices[args.command]  # for one-line errors
+    if args.command == "model":
+        sub = sub._subparsers._group_actions[0].choices[args.model]
     try:
         return args.func(args, sub)
     except KeyboardInterrupt:
