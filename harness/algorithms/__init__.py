@@ -81,3 +81,5 @@ def resolve(name: str) -> Callable:
     if name not in REGISTRY:
         raise KeyError(f"unknown algorithm {name!r}; valid: {', '.join(harness_names())}")
     return REGISTRY[name].fn
+
+from . import p2p  # noqa: E402,F401  (registers the classic algorithms)

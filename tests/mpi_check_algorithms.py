@@ -1,0 +1,102 @@
+"""Correctness check of every ``classic`` allreduce algorithm, run under mpiexec:
+
+    mpiexec -n P python tests/mpi_check_algorithms.py
+
+For every algorithm (segmented_ring also with small segment sizes, so that it really runs
+several phases at these counts), dtype, op (sum, prod, max, min and a user-defined
+commutative elementwise max) and count (0, 1, P-1, P+1, 7, 1000, 4099) it calls the
+algorithm twice in a row with the same context (the second call reuses the scratch buffers;
+one context per algorithm variant is shared by all dtypes and counts, so a changed count or
+dtype must get fresh buffers), and compares both results with ``harness.verify.expected``.
+Prints ``OK <checks>`` on rank 0, or exits non-zero with a message naming
+algorithm/dtype/op/count/P.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np
+from mpi4py import MPI
+from mpi4py.util.dtlib import to_numpy_dtype
+
+from harness import verify
+from harness.algorithms import REGISTRY, Context
+
+FAMILY = "classic"
+DTYPES = ("float32", "float64", "int32", "int64")
+OPS = ("sum", "prod", "max", "min", "user_max")
+# extra parameter sets per algorithm (besides the defaults)
+# (256 B: many phases at counts 1000 and 4099; 1030 B: 128.75 doubles, rounded up to 129 as
+# Open MPI does, 257.5 floats rounded down)
+VARIANTS = {"segmented_ring": [{"segment_size": 256}, {"segment_size": 1030}]}
+
+
+def _user_max(inbuf, inoutbuf, datatype):
+    """mpi4py 4 user function: buffer-like in/inout and the MPI datatype."""
+    dt = to_numpy_dtype(datatype)
+    a = np.frombuffer(inbuf, dtype=dt)
+    b = np.frombuffer(inoutbuf, dtype=dt)
+    np.maximum(a, b, out=b)
+
+
+def main() -> int:
+    comm = MPI.COMM_WORLD
+    rank, size = comm.Get_rank(), comm.Get_size()
+    user_op = MPI.Op.Create(_user_max, commute=True)
+    ops = {"sum": MPI.SUM, "prod": MPI.PROD, "max": MPI.MAX, "min": MPI.MIN, "user_max": user_op}
+    counts = sorted({0, 1, size - 1, size + 1, 7, 1000, 4099})
+    names = sorted(n for n, a in REGISTRY.items() if a.family == FAMILY)
+    if not names:
+        raise SystemExit(f"no algorithm of family {FAMILY!r} registered")
+    cases = [(n, {}) for n in names] + [(n, p) for n in names for p in VARIANTS.get(n, [])]
+    failures, checks = [], 0
+    for name, params in cases:
+        fn = REGISTRY[name].fn
+        ctx = Context(params=dict(params))
+        for dtype in DTYPES:
+            for opname in OPS:
+                data_op = "max" if opname == "user_max" else opname
+                for count in counts:
+                    send = verify.contribution(rank, count, dtype, data_op)
+                    keep = send.copy()
+                    want = verify.expected(size, count, dtype, data_op)
+                    recv = verify.aligned_empty(count, dtype)
+                    label = (f"algorithm={name} params={params} dtype={dtype} op={opname} "
+                             f"count={count} P={size}")
+                    for call in (1, 2):
+                        recv.fill(verify.sentinel(dtype))
+                        try:
+                            fn(comm, send, recv, ops[opname], ctx)
+                        except Exception as exc:  # noqa: BLE001  (abort: a hang elsewhere is worse)
+                            print(f"rank {rank}: {label} call {call} raised "
+                                  f"{type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+                            comm.Abort(2)
+                        checks += 1
+                        if not np.array_equal(recv, want):
+                            bad = np.flatnonzero(recv != want)
+                            failures.append(
+                                f"rank {rank}: {label} call {call}: wrong result at "
+                                f"{bad.size} of {count} elements, first index {bad[0]}: "
+                                f"got {recv[bad[0]]}, want {want[bad[0]]}")
+                        if not np.array_equal(send, keep):
+                            failures.append(f"rank {rank}: {label} call {call}: sendbuf modified")
+    user_op.Free()
+    everyone = comm.gather(failures, root=0)
+    total = comm.reduce(checks, op=MPI.SUM, root=0)
+    if rank == 0:
+        flat = [f for fs in everyone for f in fs]
+        if flat:
+            shown = "\n".join(flat[:20])
+            print(f"FAILED {len(flat)} of {total} checks at P={size}:\n{shown}",
+                  file=sys.stderr, flush=True)
+            return 1
+        print(f"OK {total}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
