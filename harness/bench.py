@@ -62,6 +62,9 @@ class _Cell:
         self.ctx = Context(params=dict(cell.params),
                            sendspec=[MPI.buffer(self.send), cell.count, mpitype],
                            recvspec=[MPI.buffer(self.recv), cell.count, mpitype])
+        prepare = getattr(self.fn, "prepare", None)
+        if prepare:  # set-up an algorithm makes once (SUARA2's communicators), never timed
+            prepare(comm, self.send, self.recv, self.op, self.ctx)
         self.wtime = MPI.Wtime
         self.exch = np.zeros(6)
         self.every = np.zeros((self.procs, 6))
@@ -171,7 +174,7 @@ def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None):
             status = stats.decide(series[metric], rule, float(every[:, 3].max()))
 
     entry.update(sync=m.sync, window=m.window if m.sync == "window" else None, status=status,
-                 error=error, converged=status == "ok")
+                 error=error, converged=status == "ok", record=m.ctx.scratch.get("record"))
     if status in ("ok", "not-converged"):
         summaries = {k: stats.summarize(series[k], rule.confidence) for k in METRICS}
         entry.update(stats=summaries[metric], all_stats=summaries)
@@ -295,7 +298,8 @@ def run(spec_path: str) -> int:
         try:
             entry, raw = measure_cell(comm, cell, settings, seed)
         except Exception as exc:
-            traceback.print_exc()
+            if rank == 0:
+                traceback.print_exc()
             entry, raw = {"cell_id": cell.cell_id, "cell": cell.to_dict(), "status": "failed",
                           "error": f"{type(exc).__name__}: {exc}", "stats": {},
                           "converged": False, "finished": results.now()}, None

@@ -103,6 +103,8 @@ def _add_run(sub):
     g.add_argument("--warmup", type=_int_at_least(0), default=3, help="uncounted repetitions")
     g.add_argument("--metric", choices=("mean", "max", "min", "span"), default="mean",
                    help="per-repetition elapsed time the rule is applied to")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="algorithm parameter, e.g. grid=4x2 or segment_size=65536 (repeatable)")
     p.add_argument("--seed", type=int, default=0, help="seed of rand-late delays")
     p.add_argument("--timeout", type=_typed(parse_time, "time"), default="10min",
                    help="wall-time limit of the MPI launch")
@@ -152,10 +154,17 @@ def cmd_run(args, parser) -> int:
     if not lib.installed():
         err(f"argument --library: {lib.name} is not installed under {lib.prefix}; run `make setup`")
 
+    params = {}
+    for item in args.param:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            err(f"argument --param: expected KEY=VALUE, got {item!r}")
+        params[key] = int(value) if value.isdigit() else value
     cell = Cell(library=lib.name, algorithm=args.algorithm, procs=args.procs, size=args.size,
                 dtype=args.dtype, op=args.op, delay=args.delay,
                 max_delay=args.max_delay if args.delay != "none" else 0.0,
-                late_rank=args.late_rank if args.delay == "one-late" else 0)
+                late_rank=args.late_rank if args.delay == "one-late" else 0,
+                params=tuple(sorted(params.items())))
     force_env = lib.native(cell.algorithm).env if cell.algorithm.startswith("native:") else {}
     run = Run(library=lib.name, env=tuple(sorted(force_env.items())), procs=args.procs,
               nodes=1, cells=(cell,))

