@@ -40,7 +40,7 @@ def local_slurm():
 
 def write_config(base, campaign="sl"):
     base.mkdir(parents=True, exist_ok=True)
-    doc = {"campaign": campaign, "stopping": FAST_STOP, "experiments": {
+    doc = {"campaign": campaign, "stopping": FAST_STOP, "run_walltime": "3min", "experiments": {
         "two": {"libraries": ["mpich"], "algorithms": ["native:auto", "native:ring"],
                 "procs": [4], "nodes": 2, "sizes": ["8B", "4KiB"]}}}
     path = base / "config.yaml"
@@ -72,13 +72,19 @@ def test_campaign_runs_on_slurm_across_both_nodes(tmp_path):
     # Everything lives under a directory whose name would run commands if a shell expanded
     # it: the plugin's `sbatch --wrap="..."` would (the profile feeds the command on stdin).
     marker = f"pwned-{uuid.uuid4().hex[:8]}"
-    base = tmp_path / f"w$(touch {marker})`touch {marker}-bt`"
-    cfg = write_config(base)
-    out = snakemake_slurm(base, cfg, site={"HARNESS_SLURM_PARTITION": "debug"})
-    log = out.stdout + out.stderr
-    assert out.returncode == 0, log[-4000:]
-
-    df = pd.read_csv(base / "results" / "sl" / "summary.csv")
+    # pip MPICH's start-up over Slurm's pmi2 with two slurmd on one host fails now and then
+    # (garbled pmi2 requests, then a UCX shared-memory error in MPI_Init): such a run is
+    # recorded `failed` within seconds (srun --kill-on-bad-exit), and the campaign is run
+    # once more from scratch; a second failure fails the test.
+    for attempt in range(2):
+        base = tmp_path / f"a{attempt}" / f"w$(touch {marker})`touch {marker}-bt`"
+        cfg = write_config(base)
+        out = snakemake_slurm(base, cfg, site={"HARNESS_SLURM_PARTITION": "debug"})
+        log = out.stdout + out.stderr
+        assert out.returncode == 0, log[-4000:]
+        df = pd.read_csv(base / "results" / "sl" / "summary.csv")
+        if set(df.status) <= {"ok", "not-converged"}:
+            break
     assert len(df) == 4 and df.cell_id.is_unique
     assert set(df.status) <= {"ok", "not-converged"}
     assert set(df.algorithm) == {"native:auto", "native:ring"}
