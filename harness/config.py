@@ -143,7 +143,9 @@ def validate(doc, source: str = "config", base: Path | None = None) -> Config:
             name=name, libraries=tuple(e["libraries"]), algorithms=tuple(e["algorithms"]),
             procs=tuple(e["procs"]), nodes=e["nodes"], sizes=sizes, dtypes=tuple(e["dtypes"]),
             ops=tuple(e["ops"]), delays=tuple(e["delays"]), max_delays=max_delays,
-            late_rank=e["late_rank"], params=tuple(sorted(e["params"].items()))))
+            late_rank=e["late_rank"],
+            params=tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
+                                for k, v in e["params"].items()))))
     if not experiments:
         raise ConfigError(f"{source}: experiments: every experiment is disabled")
     digest = hashlib.sha1(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:12]

@@ -119,12 +119,24 @@ def expand(cfg) -> list[Run]:
                                     f"number of {dtype} elements")
                             for op in ex.ops:
                                 for mode, max_delay in delay_settings:
-                                    cell = Cell(libname, alg, procs, size, dtype, op, mode,
-                                                max_delay, ex.late_rank if mode == "one-late" else 0,
-                                                ex.nodes, ex.params)
-                                    bucket.setdefault(cell.cell_id, cell)
+                                    for params in param_sets(ex.params):
+                                        cell = Cell(libname, alg, procs, size, dtype, op, mode,
+                                                    max_delay,
+                                                    ex.late_rank if mode == "one-late" else 0,
+                                                    ex.nodes, params)
+                                        bucket.setdefault(cell.cell_id, cell)
     return [Run(library=k[0], env=k[1], procs=k[2], nodes=k[3], cells=tuple(v.values()))
             for k, v in groups.items()]
+
+
+def param_sets(params: tuple) -> list[tuple]:
+    """Every combination of an experiment's parameters: a list value is a sweep (one cell per
+    item), a scalar is fixed. ``(("grid", ["2x3", "3x2"]), ("row", "ring"))`` gives two sets."""
+    from itertools import product
+
+    keys = [k for k, _ in params]
+    values = [list(v) if isinstance(v, (list, tuple)) else [v] for _, v in params]
+    return [tuple(zip(keys, combo)) for combo in product(*values)]
 
 
 def library_for(cfg, name: str):

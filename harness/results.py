@@ -27,7 +27,7 @@ STATUSES = ("ok", "wrong", "timeout", "failed", "not-converged")
 SUMMARY_COLUMNS = [
     "campaign", "cell_id", "run_id", "library", "library_version", "algorithm", "procs",
     "nodes", "size", "count", "dtype", "op", "delay", "max_delay", "late_rank", "params",
-    "metric", "n", "mean", "ci_low", "ci_high", "rel_halfwidth", "std", "median",
+    "record", "metric", "n", "mean", "ci_low", "ci_high", "rel_halfwidth", "std", "median",
     "median_ci_low", "median_ci_high", "min", "max", "normality_p", "converged", "status",
     "error", "algbw", "busbw", "warmup", "seed", "host", "git_commit", "config_hash",
     "finished",
@@ -167,6 +167,8 @@ def summary_rows(doc: dict, settings: dict | None = None) -> list[dict]:
             **{k: cell.get(k) for k in ("library", "algorithm", "procs", "nodes", "size", "count",
                                         "dtype", "op", "delay", "max_delay", "late_rank")},
             "params": json.dumps(dict(cell.get("params") or [])),
+            # what the algorithm chose or counted (SUARA2's grid, message counts, ...)
+            "record": json.dumps(entry["record"], sort_keys=True) if entry.get("record") else None,
             "library_version": prov.get("library_version"),
             "metric": entry.get("metric"),
             **{k: st.get(k) for k in ("n", "mean", "ci_low", "ci_high", "rel_halfwidth", "std",

@@ -121,3 +121,22 @@ def test_plan_reports_a_config_mistake_in_one_line(tmp_path):
     assert out.returncode == 2
     assert out.stderr.strip().count("\n") == 0
     assert "experiments.e.sizes[0]" in out.stderr and "12 parsecs" in out.stderr
+
+
+def test_a_list_parameter_is_a_sweep_with_one_cell_per_combination():
+    doc = copy.deepcopy(BASE)
+    doc["experiments"]["e"].update(algorithms=["suara2"], procs=[6],
+                                   params={"grid": ["1x6", "2x3", "3x2"], "row": ["ring", "linear"],
+                                           "col": "ring"})
+    cells = [c for r in plan.expand(config.validate(doc)) for c in r.cells]
+    got = sorted((dict(c.params)["grid"], dict(c.params)["row"], dict(c.params)["col"])
+                 for c in cells)
+    assert got == sorted((g, r, "ring") for g in ("1x6", "2x3", "3x2") for r in ("ring", "linear"))
+    assert len({c.cell_id for c in cells}) == 6
+
+
+def test_a_nested_parameter_value_is_refused():
+    doc = copy.deepcopy(BASE)
+    doc["experiments"]["e"]["params"] = {"grid": {"rows": 2}}
+    with pytest.raises(config.ConfigError, match=r"experiments\.e\.params\.grid"):
+        config.validate(doc)
