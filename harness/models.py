@@ -45,9 +45,11 @@ Choices made where the paper is silent or ambiguous (see also ``docs/models.md``
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -73,15 +75,23 @@ class Params:
     gamma: float
     m_s: float = PAPER_MS
     provenance: Mapping = field(default_factory=dict, compare=False)
+    # segment count of an rs sub-allreduce on n of the P processes: "stage" = m/(m_s n), as
+    # eqs. (7), (9) and (13) give it (default); "global" = m/(m_s P) in both stages, as the
+    # derivation of eq. (11) writes it, whose sign test is A_1 = 2a + b m_s + g m_s - b m/P
+    rs_segments: str = "stage"
+
+    def __post_init__(self):
+        if self.rs_segments not in ("stage", "global"):
+            raise ValueError(f"rs_segments: expected 'stage' or 'global', got {self.rs_segments!r}")
 
     @classmethod
-    def paper(cls) -> Params:
+    def paper(cls, rs_segments: str = "stage") -> Params:
         """Table 4 of the paper: alpha_rs = 1.5e-6 s, beta_rs = 6.25e-11 s/B, gamma = 2e-10
         s/B, and m_s = 8 KB (Sect. 5, taken as 8192 B). The paper gives (alpha, beta) for rs
         only and does not state that the other algorithms share it; they get the rs pair here
         as an explicit assumption (see ``provenance``)."""
         ab = {a: (PAPER_ALPHA_RS, PAPER_BETA_RS) for a in ALL6}
-        return cls(ab=ab, gamma=PAPER_GAMMA, m_s=PAPER_MS, provenance={
+        return cls(ab=ab, gamma=PAPER_GAMMA, m_s=PAPER_MS, rs_segments=rs_segments, provenance={
             "source": "Nuriyev et al., JPDC 2023, Table 4 (Shaheen-II, Cray XC40)",
             "measured": ["rs", "gamma"],
             "assumed": "alpha, beta of linear, nono, rd, rnos, rab copied from rs "
@@ -111,6 +121,7 @@ class Params:
             "ab": {a: {"alpha": float(al), "beta": float(be)} for a, (al, be) in self.ab.items()},
             "gamma": float(self.gamma),
             "m_s": float(self.m_s),
+            "rs_segments": self.rs_segments,
             "provenance": _plain(dict(self.provenance)),
         }
 
@@ -123,7 +134,8 @@ class Params:
             else:
                 ab[a] = (float(v[0]), float(v[1]))
         return cls(ab=ab, gamma=float(d["gamma"]), m_s=float(d.get("m_s", PAPER_MS)),
-                   provenance=dict(d.get("provenance", {})))
+                   provenance=dict(d.get("provenance", {})),
+                   rs_segments=str(d.get("rs_segments", "stage")))
 
 
 def _plain(x):
@@ -176,8 +188,9 @@ def coefficients(algorithm: str, P: float, m: float, m_s: float = PAPER_MS) -> t
 def cost(algorithm: str, P: float, m_bytes: float, params: Params) -> float:
     """Predicted time [s] of ``algorithm`` on ``P`` processes for ``m_bytes`` per process
     (Table 1, eqs. 3-8; nono is our choice, see the module docstring). P = 1 costs 0."""
-    A, B, G = coefficients(algorithm, P, m_bytes, params.m_s)
-    return params.alpha(algorithm) * A + params.beta(algorithm) * B + params.gamma * G
+    if float(P) < 1:
+        raise ValueError(f"P must be >= 1, got {P}")
+    return stage_cost(algorithm, float(P), float(P), m_bytes, params)
 
 
 def best_single(P: int, m: float, params: Params, algorithms: Sequence[str] | None = None) -> tuple[str, float]:
@@ -198,27 +211,61 @@ def suara2_cost(a_r: str, a_c: str, P: float, P_c: float, m: float, params: Para
     gives T_{a_c}(P). ``P_c`` may be real-valued (continuous relaxation)."""
     if not 1 <= P_c <= P:
         raise ValueError(f"need 1 <= P_c <= P, got P_c={P_c}, P={P}")
-    return cost(a_r, P_c, m, params) + cost(a_c, P / P_c, m, params)
+    return stage_cost(a_r, P_c, P, m, params) + stage_cost(a_c, P / P_c, P, m, params)
+
+
+def stage_cost(algorithm: str, n: float, P: float, m: float, params: Params) -> float:
+    """Cost of one sub-allreduce of ``algorithm`` over ``n`` of the ``P`` processes for the
+    whole message ``m`` (0 for n = 1): ``cost(algorithm, n, m)``, except that an rs stage
+    counts its segments over all P processes when ``params.rs_segments == "global"``."""
+    if n == 1:
+        return 0.0
+    c0, c1, c2, c3 = basis(algorithm, P, m, params)
+    return c0 + c1 * n + c2 / n + c3 * math.log2(n)
+
+
+def basis(algorithm: str, P: float, m: float, params: "Params") -> tuple[float, float, float, float]:
+    """``(c0, c1, c2, c3)`` with ``T_a(n) = c0 + c1*n + c2/n + c3*log2(n)``: the cost of
+    ``algorithm`` on a sub-communicator of ``n`` processes (1 <= n <= P) for the whole message
+    ``m``, from Table 1, as a function of n alone. Every model of Table 1 has this shape, which
+    makes the stationary points of eq. (9) the roots of a quadratic (see ``_suara2_core``).
+    At n = 1 the formulas give 0 except rs, whose ``(m/m_s - 1)(...)`` term stays: this is the
+    continuous extension analysed in Sect. 4.2 (a real one-process sub-allreduce costs 0,
+    which ``cost`` and ``suara2_cost`` apply). ``P`` matters only for rs with
+    ``params.rs_segments == "global"`` (the paper's eq. 11, see ``Params``)."""
+    if algorithm not in ALL6:
+        raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {ALL6}")
+    al, be, ga, ms = params.alpha(algorithm), params.beta(algorithm), params.gamma, params.m_s
+    m = float(m)
+    if algorithm == "linear":  # (n-1)(2 alpha + 2 beta m + gamma m)
+        k = 2 * al + 2 * be * m + ga * m
+        return -k, k, 0.0, 0.0
+    if algorithm == "nono":  # log2 n (2 alpha + 2 beta m + gamma m)
+        return 0.0, 0.0, 0.0, 2 * al + 2 * be * m + ga * m
+    if algorithm == "rd":  # log2 n (alpha + beta m + gamma m)
+        return 0.0, 0.0, 0.0, al + be * m + ga * m
+    if algorithm == "rnos":  # 2(n-1) alpha + (1 - 1/n)(2 beta m + gamma m)
+        v = 2 * be * m + ga * m
+        return -2 * al + v, 2 * al, -v, 0.0
+    if algorithm == "rs":  # (n + m/(m_s s) - 2) K + (n-1)(alpha + beta m/n), s = n or P
+        K = al + be * ms + ga * ms
+        if params.rs_segments == "global":
+            return (m / (ms * float(P)) - 2) * K - al + be * m, K + al, -be * m, 0.0
+        return -2 * K - al + be * m, K + al, (m / ms) * K - be * m, 0.0
+    if algorithm == "rab":  # 2 log2 n alpha + (1 - 1/n)(2 beta m + gamma m)
+        v = 2 * be * m + ga * m
+        return v, 0.0, -v, 2 * al
+    raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {ALL6}")
 
 
 def _relaxed_cost(a_r: str, a_c: str, P: float, x: float, m: float, params: Params) -> float:
     """Eq. (9) with the formulas of Table 1 applied for every real P_c in [1, P] (no P = 1
     special case), i.e. the continuous extension analysed in Sect. 4.2."""
     def T(a, n):
+        c0, c1, c2, c3 = basis(a, P, m, params)
         n = max(float(n), 1.0)
-        A, B, G = _raw_coefficients(a, n, m, params.m_s)
-        return params.alpha(a) * A + params.beta(a) * B + params.gamma * G
+        return c0 + c1 * n + c2 / n + c3 * math.log2(n)
     return T(a_r, x) + T(a_c, P / x)
-
-
-def _raw_coefficients(algorithm: str, P: float, m: float, m_s: float) -> tuple[float, float, float]:
-    if P == 1.0:
-        # Table 1 formulas at P = 1 (only rs is non-zero there)
-        if algorithm == "rs":
-            k = m / m_s - 1
-            return k, k * m_s, k * m_s
-        return 0.0, 0.0, 0.0
-    return coefficients(algorithm, P, m, m_s)
 
 
 @dataclass(frozen=True)
@@ -232,7 +279,7 @@ class Candidate:
     time: float
     stationary: tuple[float, ...]  # stationary points P_c* of the relaxed model in (1, P)
     curvature: tuple[float, ...]  # d2T/dP_c2 at each stationary point
-    method: str  # "closed-form" (a_r == a_c: P_c* = sqrt(P)) or "numeric"
+    method: str  # "closed-form": the roots of eq. (10) as a quadratic in P_c
     tried: tuple[int, ...]  # the P_c values evaluated (divisor floor/ceil + endpoints)
 
     @property
@@ -288,9 +335,8 @@ class Choice:
         return df.sort_values("time", kind="stable").reset_index(drop=True)
 
 
-def divisors(P: int) -> list[int]:
-    """All divisors of P, ascending (1 and P included)."""
-    P = int(P)
+@lru_cache(maxsize=4096)
+def _divisors(P: int) -> tuple[int, ...]:
     small, large = [], []
     d = 1
     while d * d <= P:
@@ -299,109 +345,73 @@ def divisors(P: int) -> list[int]:
             if d != P // d:
                 large.append(P // d)
         d += 1
-    return small + large[::-1]
+    return tuple(small + large[::-1])
 
 
-def _stationary_points(a_r: str, a_c: str, P: int, m: float, params: Params) -> tuple[list[float], str]:
-    """Stationary points of the relaxed eq. (9) in the open interval (1, P), from eq. (10).
-
-    a_r == a_c: the model is symmetric under P_c -> P/P_c, so dT/dP_c = T'(P_c) - T'(P/P_c)
-    P/P_c^2 vanishes at P_c* = sqrt(P) for every algorithm (closed form, as eq. 11 for rs).
-    Other stationary points (possible for algorithms whose T is not convex in log P_c) and
-    every mixed combination are found numerically: sign changes of a central-difference
-    dT/dP_c on a 257-point log-spaced grid, refined with scipy.optimize.brentq."""
-    from scipy.optimize import brentq
-
-    if P <= 2:
-        return [], "closed-form" if a_r == a_c else "numeric"
-    lo, hi = math.log(1.0), math.log(float(P))
-
-    def dT(u):  # derivative with respect to P_c, evaluated at P_c = e^u
-        x = math.exp(u)
-        h = 1e-6 * x
-        return (_relaxed_cost(a_r, a_c, P, x + h, m, params)
-                - _relaxed_cost(a_r, a_c, P, x - h, m, params)) / (2 * h)
-
-    pts: list[float] = []
-    method = "numeric"
-    if a_r == a_c:
-        pts.append(math.sqrt(P))
-        method = "closed-form"
-    eps = 1e-9 * (hi - lo)
-    us = np.linspace(lo + eps, hi - eps, 257)
-    ds = [dT(u) for u in us]
-    scale = max(abs(d) for d in ds) or 1.0
-    for u0, u1, d0, d1 in zip(us[:-1], us[1:], ds[:-1], ds[1:]):
-        if abs(d0) <= 1e-12 * scale and abs(d1) <= 1e-12 * scale:
-            continue  # (locally) constant function: no isolated stationary point
-        if d0 == 0.0:
-            r = u0
-        elif d0 * d1 < 0:
-            r = brentq(dT, u0, u1, xtol=1e-12)
-        else:
-            continue
-        x = math.exp(r)
-        if all(abs(x - p) > 1e-6 * p for p in pts):
-            pts.append(x)
-    return sorted(pts), method
+def divisors(P: int) -> list[int]:
+    """All divisors of P, ascending (1 and P included)."""
+    return list(_divisors(int(P)))
 
 
-def _curvature(a_r: str, a_c: str, P: int, x: float, m: float, params: Params) -> float:
-    """d2T/dP_c2 of the relaxed model at x (eq. 10), by central differences."""
-    h = 1e-4 * x
-    f = lambda y: _relaxed_cost(a_r, a_c, P, y, m, params)
-    return (f(x + h) - 2 * f(x) + f(x - h)) / (h * h)
+_LN2 = math.log(2.0)
 
 
-def analytical_formula(a_r: str, a_c: str, P: int, m: float, params: Params,
-                       endpoints: bool = True, _stationary=None) -> Candidate | None:
-    """``AFormula`` of Algorithm 2 (Sect. 4.2, eqs. 10-12) for one combination.
+def _suara2_core(P: int, m: float, params: Params, algs: tuple[str, ...]) -> dict:
+    """Algorithm 2's arithmetic for all |A|^2 combinations at once (numpy, no Python loop over
+    combinations): the whole selection costs tens of microseconds.
 
-    For every stationary point P_c* of the relaxed model (closed form sqrt(P) when a_r ==
-    a_c, numerical otherwise) the nearest divisors of P below and above P_c* are evaluated
-    (the paper's floor/ceiling, restricted to grids that exist), together with the endpoints
-    P_c = P and P_c = 1 (eq. 12's fallback when d2T/dP_c2 <= 0) and the smallest and largest
-    proper divisors (the divisor ceiling of 1 and floor of P: the relaxed model is monotone
-    between consecutive points of {1, P_c*..., P}, so this set contains the best divisor,
-    whatever the sign of the second derivative). The cheapest wins; ties are broken towards
-    the endpoint (1, P) first, as in eq. 12, then in the order tried.
+    With ``T_a(n) = c0 + c1 n + c2/n + c3 log2 n`` (``basis``), eq. (10) for
+    ``T(x) = T_r(x) + T_c(P/x)`` is ``dT/dx = c1r - c2r/x^2 + c3r/(x ln2) - c1c P/x^2 + c2c/P
+    - c3c/(x ln2)``; times x^2 it is the quadratic
+    ``(c1r + c2c/P) x^2 + (c3r - c3c)/ln2 x - (c2r + c1c P) = 0``, so the stationary points
+    P_c* are its roots in (1, P) (for a_r == a_c and the rs model: sqrt(P), eq. 11), and
+    ``d2T/dx2 = (2 c2r + 2 c1c P)/x^3 + (c3c - c3r)/(x^2 ln2)`` is their curvature.
 
-    ``endpoints=False`` restricts the answer to proper grids (1 < P_c < P). Returns None if P
-    has no proper divisor."""
-    P = int(P)
-    divs = divisors(P)
-    if not endpoints:
-        divs = [d for d in divs if 1 < d < P]
-        if not divs:
-            return None
-    if _stationary is None:
-        pts, method = _stationary_points(a_r, a_c, P, m, params)
-        curv = tuple(_curvature(a_r, a_c, P, x, m, params) for x in pts)
-    else:
-        pts, method, curv = _stationary
-    proper = [d for d in divs if 1 < d < P]
-    tried = [P, 1] if endpoints and P > 1 else ([1] if endpoints else [])
-    # the relaxed model is monotone between consecutive points of {1, P_c*..., P}: the best
-    # divisor of each monotone piece is the divisor floor/ceiling of one of these points.
-    # For the endpoints 1 and P that is the smallest / largest proper divisor (the true
-    # endpoints differ from the relaxed model there, since a 1-process allreduce costs 0).
-    for d in (proper[-1:] + proper[:1]):
-        if d not in tried:
-            tried.append(d)
-    for x in pts:
-        below = [d for d in divs if d <= x + 1e-9]
-        above = [d for d in divs if d >= x - 1e-9]
-        for d in (below[-1] if below else None, above[0] if above else None):
-            if d is not None and d not in tried:
-                tried.append(d)
-    best = None
-    for pc in tried:
-        t = suara2_cost(a_r, a_c, P, pc, m, params)
-        if best is None or t < best[0] * (1 - 1e-12):
-            best = (t, pc)
-    t, pc = best
-    return Candidate(a_r=a_r, a_c=a_c, P_r=P // pc, P_c=pc, time=t, stationary=tuple(pts),
-                     curvature=curv, method=method, tried=tuple(tried))
+    Candidates per combination, in this order: P_c = P, P_c = 1 (eq. 12's endpoints), the
+    largest and smallest proper divisors, then the divisor floor and ceiling of each
+    stationary point. The relaxed model is monotone between consecutive points of
+    {1, P_c*..., P}, so the cheapest candidate is the cheapest divisor (``brute_force_suara2``
+    checks this). Costs are looked up in ``T[a, d]``, the true cost (0 for one process) of
+    algorithm a on divisor d processes."""
+    divs = _divisors(P)
+    D = len(divs)
+    n = np.asarray(divs, dtype=float)
+    C = np.array([basis(a, P, m, params) for a in algs])  # k x 4
+    c0, c1, c2, c3 = C[:, 0:1], C[:, 1:2], C[:, 2:3], C[:, 3:4]
+    T = c0 + c1 * n + c2 / n + c3 * np.log2(n)  # k x D, relaxed
+    T[:, 0] = 0.0  # a one-process sub-allreduce costs nothing
+    # quadratic a x^2 + b x + c = 0 for every (a_r, a_c): rows a_r, columns a_c
+    qa = c1 + (c2 / P).T
+    qb = (c3 - c3.T) / _LN2
+    qc = -(c2 + c1.T * P)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        disc = np.sqrt(np.where(qb * qb - 4 * qa * qc >= 0, qb * qb - 4 * qa * qc, np.nan))
+        lin = np.abs(qa) <= 1e-300
+        r1 = np.where(lin, -qc / qb, (-qb + disc) / (2 * qa))
+        r2 = np.where(lin, np.nan, (-qb - disc) / (2 * qa))
+        roots = np.stack([r1, r2], axis=-1)  # k x k x 2
+        roots[~((roots > 1) & (roots < P))] = np.nan
+        roots = np.sort(roots, axis=-1)  # nan last
+        curv = ((2 * c2[:, :, None] + 2 * c1.T[:, :, None] * P) / roots ** 3
+                + (c3.T[:, :, None] - c3[:, :, None]) / (roots ** 2 * _LN2))
+    k = len(algs)
+    fixed = np.array([D - 1, 0, max(D - 2, 0), min(1, D - 1)])
+    tol = 1e-9 * np.nan_to_num(roots, nan=1.0)
+    floor = np.searchsorted(n, (np.nan_to_num(roots, nan=P) + tol).ravel(), "right").reshape(roots.shape) - 1
+    ceil = np.searchsorted(n, (np.nan_to_num(roots, nan=P) - tol).ravel(), "left").reshape(roots.shape)
+    cand = np.concatenate([np.broadcast_to(fixed, (k, k, 4)),
+                           np.stack([floor[..., 0], ceil[..., 0], floor[..., 1], ceil[..., 1]],
+                                    axis=-1)], axis=-1)
+    cand = np.clip(cand, 0, D - 1)
+    # cost of (a_r, a_c) at P_c = n[t]: rows run a_r on n[t], columns a_c on n[D-1-t]
+    cost_all = T[:, None, :] + T[None, :, ::-1]  # k x k x D
+    costs = np.take_along_axis(cost_all, cand, axis=-1)
+    best = np.argmin(costs, axis=-1)
+    proper = (cand > 0) & (cand < D - 1)
+    grid_costs = np.where(proper, costs, np.inf)
+    gbest = np.argmin(grid_costs, axis=-1)
+    return {"divs": divs, "T": T, "roots": roots, "curv": curv, "cand": cand, "costs": costs,
+            "best": best, "grid_best": gbest, "grid_costs": grid_costs}
 
 
 def _algs(params: Params, algorithms: Sequence[str] | None) -> tuple[str, ...]:
@@ -416,11 +426,75 @@ def _algs(params: Params, algorithms: Sequence[str] | None) -> tuple[str, ...]:
     return algs
 
 
+def decide_suara2(P: int, m: float, params: Params,
+                  algorithms: Sequence[str] | None = None) -> tuple[str, str, int, int, float, str | None]:
+    """The decision of ``select_suara2`` alone, without its explanation tables:
+    ``(a_r, a_c, P_r, P_c, time, fallback)``. This is what an allreduce call needs, so it is
+    written for speed (plain floats, no numpy: on arrays of a few elements numpy's per-call
+    cost dominates). Same arithmetic as ``_suara2_core``: per combination the roots of the
+    quadratic of eq. (10) in (1, P), their divisor floor and ceiling, and the smallest and
+    largest proper divisors; the endpoints P_c = 1 and P_c = P are the single algorithms,
+    compared at the end (Algorithm 2 with eq. 12). ``benchmarks/p2p_vs_native.py`` times it."""
+    P = int(P)
+    if P < 1:
+        raise ValueError(f"P must be >= 1, got {P}")
+    algs = _algs(params, algorithms)
+    divs = _divisors(P)
+    D = len(divs)
+    log2 = math.log2
+    Ts, C = [], []
+    for a in algs:
+        c0, c1, c2, c3 = b = basis(a, P, m, params)
+        C.append(b)
+        Ts.append([0.0] + [c0 + c1 * n + c2 / n + c3 * log2(n) for n in divs[1:]])
+    t_single, single = min((T[-1], i) for i, T in enumerate(Ts))
+    if D <= 2:
+        return algs[single], algs[single], 1, P, t_single, "no-grid"
+    fixed = (1, D - 2)
+    best = (math.inf, 0, 0, 0)
+    lo_r, hi_r = 1.0, float(P)
+    for i, (_, c1r, c2r, c3r) in enumerate(C):
+        Tr = Ts[i]
+        for j, (_, c1c, c2c, c3c) in enumerate(C):
+            Tc = Ts[j]
+            qa, qb, qc = c1r + c2c / P, (c3r - c3c) / _LN2, -(c2r + c1c * P)
+            cands = list(fixed)
+            if qa != 0.0:
+                disc = qb * qb - 4 * qa * qc
+                if disc >= 0:
+                    sq = math.sqrt(disc)
+                    roots = ((-qb + sq) / (2 * qa), (-qb - sq) / (2 * qa))
+                else:
+                    roots = ()
+            elif qb != 0.0:
+                roots = (-qc / qb,)
+            else:
+                roots = ()
+            for r in roots:
+                if lo_r < r < hi_r:
+                    f = bisect_right(divs, r * (1 + 1e-9)) - 1
+                    c = bisect_left(divs, r * (1 - 1e-9))
+                    if 0 < f < D - 1:
+                        cands.append(f)
+                    if 0 < c < D - 1:
+                        cands.append(c)
+            for t in cands:
+                v = Tr[t] + Tc[D - 1 - t]
+                if v < best[0]:
+                    best = (v, i, j, t)
+    t, i, j, k = best
+    if t >= t_single:
+        return algs[single], algs[single], 1, P, t_single, "single"
+    pc = divs[k]
+    return algs[i], algs[j], P // pc, pc, t, None
+
+
 def select_suara2(P: int, m: float, params: Params, algorithms: Sequence[str] | None = None) -> Choice:
-    """Algorithm 2 (SUARA2_find_optimals): evaluate ``analytical_formula`` for all |A|^2
-    combinations (a_r, a_c) and keep the fastest (strict ``<``, first in iteration order on
-    ties, as in the pseudocode). ``algorithms=None`` means those of ALL6 that ``params`` has
-    (all six for ``Params.paper()``).
+    """Algorithm 2 (SUARA2_find_optimals): evaluate the analytical formula for all |A|^2
+    combinations (a_r, a_c) and keep the fastest (first in iteration order on ties, as in the
+    pseudocode), with the per-combination tables that explain the choice (``decide_suara2``
+    gives the decision alone, faster). ``algorithms=None`` means those of ALL6 that ``params``
+    has (all six for ``Params.paper()``).
 
     A prime P (or P < 4) has no grid: the result is the best single algorithm with
     ``fallback="no-grid"``. The paper's Note (Sect. 3) proposes padding to Q > P processes
@@ -429,29 +503,33 @@ def select_suara2(P: int, m: float, params: Params, algorithms: Sequence[str] | 
     if P < 1:
         raise ValueError(f"P must be >= 1, got {P}")
     algs = _algs(params, algorithms)
-    single, t_single = best_single(P, m, params, algs)
+    core = _suara2_core(P, m, params, algs)
+    divs, T = core["divs"], core["T"]
+    single_i = int(np.argmin(T[:, -1]))
+    single, t_single = algs[single_i], float(T[single_i, -1])
     table, grid_table = [], []
-    for ar in algs:
-        for ac in algs:
-            c = analytical_formula(ar, ac, P, m, params)
-            table.append(c)
-            g = analytical_formula(ar, ac, P, m, params, endpoints=False,
-                                   _stationary=(c.stationary, c.method, c.curvature))
-            if g is not None:
-                grid_table.append(g)
+    for i, ar in enumerate(algs):
+        for j, ac in enumerate(algs):
+            pts = tuple(float(x) for x in core["roots"][i, j] if np.isfinite(x))
+            curv = tuple(float(x) for x in core["curv"][i, j][:len(pts)])
+            tried = tuple(dict.fromkeys(divs[t] for t in core["cand"][i, j]))
+            b = core["best"][i, j]
+            pc = divs[int(core["cand"][i, j, b])]
+            table.append(Candidate(ar, ac, P // pc, pc, float(core["costs"][i, j, b]), pts, curv,
+                                   "closed-form", tried))
+            g = core["grid_best"][i, j]
+            if np.isfinite(core["grid_costs"][i, j, g]):
+                pc = divs[int(core["cand"][i, j, g])]
+                grid_table.append(Candidate(ar, ac, P // pc, pc, float(core["grid_costs"][i, j, g]),
+                                            pts, curv, "closed-form",
+                                            tuple(d for d in tried if 1 < d < P)))
     table, grid_table = tuple(table), tuple(grid_table)
-    best_grid = None
-    for c in grid_table:
-        if best_grid is None or c.time < best_grid.time:
-            best_grid = c
+    best_grid = min(grid_table, key=lambda c: c.time) if grid_table else None
     if best_grid is None:
         return Choice(P=P, m=m, a_r=single, a_c=single, P_r=1, P_c=P, time=t_single,
                       best_single=single, best_single_time=t_single, speedup=1.0, table=table,
                       fallback="no-grid", best_grid=None, grid_table=grid_table)
-    best = None
-    for c in table:  # Algorithm 2, lines 3-10
-        if best is None or c.time < best.time:
-            best = c
+    best = min(table, key=lambda c: c.time)  # Algorithm 2, lines 3-10 (first on ties)
     if not best.is_grid or best.time >= t_single:
         return Choice(P=P, m=m, a_r=single, a_c=single, P_r=1, P_c=P, time=t_single,
                       best_single=single, best_single_time=t_single, speedup=1.0, table=table,
@@ -460,6 +538,18 @@ def select_suara2(P: int, m: float, params: Params, algorithms: Sequence[str] | 
                   time=best.time, best_single=single, best_single_time=t_single,
                   speedup=t_single / best.time, table=table, fallback=None, best_grid=best_grid,
                   grid_table=grid_table)
+
+
+def analytical_formula(a_r: str, a_c: str, P: int, m: float, params: Params,
+                       endpoints: bool = True) -> Candidate | None:
+    """``AFormula`` of Algorithm 2 (Sect. 4.2, eqs. 10-12) for one combination: the
+    candidate of ``select_suara2``'s table (``endpoints=False``: of its proper-grid table,
+    None when P has no proper divisor)."""
+    ch = select_suara2(P, m, params, tuple(dict.fromkeys((a_r, a_c))))
+    for c in (ch.table if endpoints else ch.grid_table):
+        if (c.a_r, c.a_c) == (a_r, a_c):
+            return c
+    return None
 
 
 def brute_force_suara2(P: int, m: float, params: Params,

@@ -10,6 +10,10 @@ import pytest
 from harness import models
 from harness.models import (
     ALL6,
+    analytical_formula,
+    basis,
+    coefficients,
+    decide_suara2,
     Params,
     brute_force_suara2,
     cost,
@@ -308,3 +312,75 @@ def test_params_roundtrip():
                             "fits": {"rs": {"r2": np.float64(0.98), "n": np.int64(12)}}})
     q2 = Params.from_dict(json.loads(json.dumps(p2.to_dict())))
     assert q2 == p2 and q2.provenance["fits"]["rs"]["n"] == 12
+
+
+# ---------------------------------------------------------------- fast decision, eq. (11) reading
+
+@pytest.mark.parametrize("P", [1, 2, 3, 4, 6, 12, 13, 16, 36, 97, 100, 1024, 4096])
+@pytest.mark.parametrize("m", [8, 4096, 256 * 1024, 4 * MiB, 64 * MiB])
+def test_decide_equals_select(P, m):
+    ch = select_suara2(P, m, PP)
+    d = decide_suara2(P, m, PP)
+    assert d[:4] == (ch.a_r, ch.a_c, ch.P_r, ch.P_c) and d[5] == ch.fallback
+    assert d[4] == pytest.approx(ch.time, rel=1e-12)
+
+
+@pytest.mark.parametrize("alg", ALL6)
+def test_basis_is_table1(alg):
+    for n in (2, 3, 7, 16, 100):
+        for m in (8, 5000, 4 * MiB):
+            c0, c1, c2, c3 = basis(alg, 100, m, PP)
+            A, B, Gc = coefficients(alg, n, m, PP.m_s)
+            want = PP.alpha(alg) * A + PP.beta(alg) * B + PP.gamma * Gc
+            assert c0 + c1 * n + c2 / n + c3 * math.log2(n) == pytest.approx(want, rel=1e-12)
+
+
+def _a1(P, m, p):  # eq. (11) as printed
+    al, be = p.ab["rs"]
+    return 2 * al + be * p.m_s + p.gamma * p.m_s - be * m / P
+
+
+@pytest.mark.parametrize("P", [16, 24, 36, 60, 1024])
+def test_rs_rs_with_a1_positive_picks_the_divisor_nearest_sqrt_p(P):
+    """Eq. (11)-(12) by hand, the paper's reading (segments over all P): for m with
+    A_1 > 0 the (rs, rs) formula returns floor or ceil of sqrt(P) among the divisors."""
+    p = Params.paper(rs_segments="global")
+    m = 64 * 1024
+    assert _a1(P, m, p) > 0
+    c = analytical_formula("rs", "rs", P, m, p, endpoints=False)
+    divs = divisors(P)
+    below = max(d for d in divs if d <= math.sqrt(P))
+    above = min(d for d in divs if d >= math.sqrt(P))
+    assert c.P_c in (below, above)
+    by_hand = min((suara2_cost("rs", "rs", P, d, m, p), d) for d in (below, above))[1]
+    assert c.P_c == by_hand
+    full = analytical_formula("rs", "rs", P, m, p)
+    assert any(abs(s - math.sqrt(P)) < 1e-9 for s in full.stationary)
+    assert all(k > 0 for k in full.curvature)
+
+
+@pytest.mark.parametrize("P", [16, 36, 1024])
+def test_rs_rs_with_a1_not_positive_picks_a_linear_arrangement(P):
+    """A_1 <= 0 (a large message in the eq. 11 reading): sqrt(P) is a maximum and the
+    formula returns an endpoint, the linear arrangement (1, P)."""
+    p = Params.paper(rs_segments="global")
+    m = 2 * P * (2 * p.ab["rs"][0] + (p.ab["rs"][1] + p.gamma) * p.m_s) / p.ab["rs"][1]
+    assert _a1(P, m, p) < 0
+    c = analytical_formula("rs", "rs", P, m, p)
+    assert (c.P_r, c.P_c) in ((1, P), (P, 1))
+    i = [abs(s - math.sqrt(P)) < 1e-9 for s in c.stationary].index(True)
+    assert c.curvature[i] < 0
+
+
+def test_stage_reading_keeps_a1_positive_for_any_message():
+    """Eqs. (7)+(9)+(13) (the default): A_1' = 2a + b m_s + g m_s + (a + g m_s) m/(m_s P) > 0,
+    so sqrt(P) stays a minimum of (rs, rs) even where the eq. (11) reading has A_1 <= 0 (the
+    endpoint may still win: a one-process stage costs nothing)."""
+    P, m = 1024, 512 * MiB
+    assert _a1(P, m, PP) < 0
+    c = analytical_formula("rs", "rs", P, m, PP)
+    i = [abs(s - 32) < 1e-9 for s in c.stationary].index(True)
+    assert c.curvature[i] > 0
+    assert (c.P_r, c.P_c) in ((1, P), (32, 32))
+    g = analytical_formula("rs", "rs", P, m, PP, endpoints=False)
+    assert (g.P_r, g.P_c) == (32, 32)

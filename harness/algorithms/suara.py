@@ -38,14 +38,10 @@ def choose(procs: int, nbytes: int, params: dict) -> tuple[int, int, str, str]:
     """(P_r, P_c, row algorithm, column algorithm) for ``procs`` processes and ``nbytes``."""
     grid = str(params.get("grid", "auto"))
     if grid == "auto":
-        from ..models import Params, select_suara2
+        from ..models import Params, decide_suara2
 
-        c = select_suara2(procs, nbytes, Params.paper())
-        if c.fallback is None:
-            pr, pc, ar, ac = c.P_r, c.P_c, MODEL_TO_HARNESS[c.a_r], MODEL_TO_HARNESS[c.a_c]
-        else:
-            single = MODEL_TO_HARNESS[c.best_single]
-            pr, pc, ar, ac = 1, procs, single, single
+        a_r, a_c, pr, pc, _, _ = decide_suara2(procs, nbytes, Params.paper())
+        ar, ac = MODEL_TO_HARNESS[a_r], MODEL_TO_HARNESS[a_c]
     else:
         try:
             pr, pc = (int(x) for x in grid.lower().split("x"))
