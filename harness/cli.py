@@ -15,7 +15,7 @@ from pathlib import Path
 from . import __version__, libraries, paths, plan, results, runner, stats
 from .algorithms import harness_names, load_plugin
 from .delays import DELAY_MODES, SYNC_MODES
-from .plan import Cell, Run
+from .plan import Cell, Run, launch_env
 from .units import format_size, format_time, parse_size, parse_time
 from .verify import DTYPES, OPS
 
@@ -165,8 +165,11 @@ def cmd_run(args, parser) -> int:
                 max_delay=args.max_delay if args.delay != "none" else 0.0,
                 late_rank=args.late_rank if args.delay == "one-late" else 0,
                 params=tuple(sorted(params.items())))
-    force_env = lib.native(cell.algorithm).env if cell.algorithm.startswith("native:") else {}
-    run = Run(library=lib.name, env=tuple(sorted(force_env.items())), procs=args.procs,
+    try:
+        force_env = launch_env(lib, cell.algorithm, cell.params)
+    except KeyError as exc:
+        err(f"argument --param: {exc.args[0]}")
+    run = Run(library=lib.name, env=force_env, procs=args.procs,
               nodes=1, cells=(cell,))
     settings = {"confidence": rule.confidence, "precision": rule.precision,
                 "min_reps": rule.min_reps, "max_reps": rule.max_reps,

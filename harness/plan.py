@@ -106,10 +106,7 @@ def expand(cfg) -> list[Run]:
             algorithms = expand_algorithms(ex.algorithms, lib,
                                            f"{cfg.source}: experiments.{ex.name}.algorithms")
             for alg in algorithms:
-                env = tuple(sorted(lib.native(alg).env.items())) if alg.startswith("native:") else ()
                 for procs in ex.procs:
-                    key = (libname, env, procs, ex.nodes)
-                    bucket = groups.setdefault(key, {})
                     for size in ex.sizes:
                         for dtype in ex.dtypes:
                             if size % np.dtype(dtype).itemsize:
@@ -124,9 +121,31 @@ def expand(cfg) -> list[Run]:
                                                     max_delay,
                                                     ex.late_rank if mode == "one-late" else 0,
                                                     ex.nodes, params)
-                                        bucket.setdefault(cell.cell_id, cell)
+                                        try:
+                                            env = launch_env(lib, alg, params)
+                                        except KeyError as exc:
+                                            from .config import ConfigError
+                                            raise ConfigError(
+                                                f"{cfg.source}: experiments.{ex.name}.params: "
+                                                f"{exc.args[0]}") from None
+                                        key = (libname, env, procs, ex.nodes)
+                                        groups.setdefault(key, {}).setdefault(cell.cell_id, cell)
     return [Run(library=k[0], env=k[1], procs=k[2], nodes=k[3], cells=tuple(v.values()))
             for k, v in groups.items()]
+
+
+def launch_env(lib, algorithm: str, params: tuple = ()) -> tuple:
+    """The launch environment that forces a cell's algorithm, as sorted (name, value) pairs:
+    a native entry's own; for a harness algorithm whose two sub-allreduces are the same
+    native entry (SUARA2 ``row`` = ``col`` = ``native:<name>``), that entry's, since the
+    launch environment is the one forcing every library honours; else none."""
+    if algorithm.startswith("native:"):
+        return tuple(sorted(lib.native(algorithm).env.items()))
+    p = dict(params)
+    row, col = p.get("row"), p.get("col")
+    if isinstance(row, str) and row == col and row.startswith("native:"):
+        return tuple(sorted(lib.native(row).env.items()))
+    return ()
 
 
 def param_sets(params: tuple) -> list[tuple]:

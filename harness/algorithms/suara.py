@@ -6,8 +6,12 @@ Parameters (``ctx.params``):
 - ``grid``: ``"auto"`` (default: the model's choice, ``harness.models.select_suara2`` with the
   paper's Table 4 parameters) or ``"<P_r>x<P_c>"`` (the manual override Fig. 7 sweeps);
 - ``row`` / ``col``: the sub-allreduce of each dimension, a harness algorithm (``ring``,
-  ``segmented_ring``, …) or ``native`` (the library's MPI_Allreduce on the sub-communicator,
-  as the launch environment forces it). With ``grid: auto`` they default to the model's pick.
+  ``segmented_ring``, …), ``native`` (the library's MPI_Allreduce on the sub-communicator,
+  as the launch environment forces it) or ``native:<name>`` (a catalogue entry, forced on
+  that dimension alone: by the launch environment when both dimensions ask for the same one
+  and the run was launched with it, else through the MPI_T control variable, see
+  ``harness.mpit``). With ``grid: auto`` they default to the model's pick. The mechanism used
+  is recorded (``row_forcing`` / ``col_forcing``).
 
 The row and column communicators are split once per (communicator, grid) and reused; the
 bench calls ``prepare`` before the warm-up, so the split is never in a timed repetition.
@@ -17,21 +21,51 @@ the grid (1, P): one row with every process, which is the single algorithm.
 
 from __future__ import annotations
 
+import time
+
 from . import REGISTRY, register
+
+
+def _max():
+    from mpi4py import MPI
+
+    return MPI.MAX
 
 MODEL_TO_HARNESS = {"linear": "linear", "nono": "nonoverlapping", "rd": "recursive_doubling",
                     "rnos": "ring", "rs": "segmented_ring", "rab": "rabenseifner"}
 
 
-def _sub_algorithm(name: str):
-    if name == "native":
-        from .native import native_allreduce
+def _sub_algorithm(name: str, comm):
+    """(allreduce function, communicator to call it on, forcing mechanism) for one dimension."""
+    from .native import native_allreduce
 
-        return native_allreduce
+    if name == "native":
+        return native_allreduce, comm, "launch-env"
+    if name.startswith("native:"):
+        from .. import mpit
+        from ..libraries import get_library
+
+        lib = mpit.running_library()
+        env = get_library(lib).native(name).env  # KeyError lists the valid names
+        if mpit.launch_forces(env):
+            return native_allreduce, comm, "launch-env" if env else "none"
+        forced = mpit.force(comm, lib, env)
+        if forced.before is None:
+            return native_allreduce, forced.comm, forced.mechanism
+        before, after = forced.before, forced.after
+
+        def allreduce(c, sendbuf, recvbuf, op, ctx):
+            before()
+            try:
+                native_allreduce(c, sendbuf, recvbuf, op, ctx)
+            finally:
+                after()
+
+        return allreduce, forced.comm, forced.mechanism
     if name not in REGISTRY or name.startswith("suara"):
-        raise ValueError(f"suara2: unknown sub-allreduce {name!r}; valid: native, "
+        raise ValueError(f"suara2: unknown sub-allreduce {name!r}; valid: native, native:<name>, "
                          + ", ".join(sorted(n for n in REGISTRY if not n.startswith("suara"))))
-    return REGISTRY[name].fn
+    return REGISTRY[name].fn, comm, "harness"
 
 
 def choose(procs: int, nbytes: int, params: dict) -> tuple[int, int, str, str]:
@@ -66,16 +100,25 @@ def prepare(comm, sendbuf, recvbuf, op, ctx):
         if grid_key not in ctx.scratch:
             pr, pc, ar, ac = choose(procs, recvbuf.nbytes, ctx.params)
             myr, myc = divmod(rank, pc)
+            comm.Barrier()
+            t0 = time.perf_counter()
             row = comm.Split(myr, myc)  # P_r rows of P_c processes
             col = comm.Split(myc, myr)  # P_c columns of P_r processes
+            # the split's cost, reported apart from the allreduce (slowest rank)
+            split = comm.allreduce(time.perf_counter() - t0, op=_max())
+            ctx.scratch[("suara2-split", grid_key)] = split
             ctx.scratch[grid_key] = (pr, pc, ar, ac, row, col)
         pr, pc, ar, ac, row, col = ctx.scratch[grid_key]
         sub_params = {k: v for k, v in ctx.params.items() if k not in ("grid", "row", "col")}
-        plan = (row, col, _sub_algorithm(ar), _sub_algorithm(ac),
+        f_row, row_comm, row_how = _sub_algorithm(ar, row)
+        f_col, col_comm, col_how = _sub_algorithm(ac, col)
+        plan = (row_comm, col_comm, f_row, f_col,
                 Context(params=dict(sub_params)), Context(params=dict(sub_params)),
                 verify.aligned_empty(recvbuf.size, recvbuf.dtype.str))
         ctx.scratch[key] = plan
-        ctx.scratch["record"] = {"P_r": pr, "P_c": pc, "row": ar, "col": ac}
+        ctx.scratch["record"] = {"P_r": pr, "P_c": pc, "row": ar, "col": ac,
+                                 "row_forcing": row_how, "col_forcing": col_how,
+                                 "split_seconds": ctx.scratch.get(("suara2-split", grid_key))}
     return plan
 
 
