@@ -312,6 +312,10 @@ def cmd_model_suara2(args, parser) -> int:
             params = models.Params.from_dict(results.read_json(args.params))
         except (OSError, ValueError, KeyError) as exc:
             parser.error(f"argument --params: cannot read {args.params!r}: {exc}")
+    if args.rs_segments:
+        from dataclasses import replace
+
+        params = replace(params, rs_segments=args.rs_segments)
     c = models.select_suara2(args.procs, args.size, params)
     rs = models.cost("rs", args.procs, args.size, params) if "rs" in params.algorithms else None
     print(f"SUARA2 model, P={args.procs}, m={format_size(args.size)}, parameters: {args.params}")
@@ -329,6 +333,38 @@ def cmd_model_suara2(args, parser) -> int:
                   f"predicted speedup over rs {rs / grid.time:.3f}")
         if c.fallback == "single":
             print("  the model prefers the single algorithm at this P and size")
+    return 0
+
+
+def cmd_fit(args, parser) -> int:
+    """Fit the Table 1 models to a campaign's summary and write the parameters as JSON."""
+    from . import models
+
+    store = results.CampaignStore(paths.results_root(), args.campaign)
+    if not store.summary.is_file():
+        parser.error(f"argument campaign: no summary at {store.summary}; run the campaign first")
+    try:
+        params = models.fit_campaign(store.summary, library=args.library, source=args.source,
+                                     gamma=args.gamma, campaign=args.campaign)
+    except ValueError as exc:
+        print(f"harness fit: error: {exc}", file=sys.stderr)
+        return 1
+    out = Path(args.output) if args.output else store.dir / "model_params.json"
+    results.write_json(out, params.to_dict())
+    fits = params.provenance.get("fits", {})
+    print(f"fitted from {store.summary} ({args.library}, {args.source}); gamma = "
+          f"{params.gamma:.3g} s/B ({params.provenance.get('gamma_from')})")
+    print(f"  {'model':6} {'alpha':>10} {'beta [s/B]':>11} {'1/beta':>11} {'R^2':>6} {'cells':>5}")
+    for name in models.ALL6:
+        f = fits.get(name)
+        if f is None:
+            continue
+        if "error" in f:
+            print(f"  {name:6} not fitted: {f['error']}")
+            continue
+        bw = f"{1 / f['beta'] / 2**30:.2f}GiB/s" if f["beta"] > 0 else "-"
+        print(f"  {name:6} {format_time(f['alpha']):>10} {f['beta']:>11.3g} {bw:>11} {f['r2']:>6.3f} {f['n']:>5}")
+    print(f"wrote {out}")
     return 0
 
 
@@ -357,7 +393,24 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--size", type=_typed(parse_size, "size"), required=True)
     q.add_argument("--params", default="paper",
                    help="'paper' (SUARA Table 4) or a JSON file of fitted parameters")
+    q.add_argument("--rs-segments", choices=["stage", "global"], default=None,
+                   help="rs segment count per stage m/(m_s n) (eqs. 7, 9, 13) or over all P as "
+                        "eq. (11) writes it (default: the parameters', 'stage' for paper)")
     q.set_defaults(func=cmd_model_suara2)
+    p = sub.add_parser("fit", help="fit the Hockney models (alpha, beta per algorithm, gamma) "
+                       "to a campaign's summary", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                       description="Linear regression of each Table 1 model over the campaign's "
+                                   "cells (P and m varied); gamma from a timed local reduction. "
+                                   "Writes results/<campaign>/model_params.json, usable as "
+                                   "`harness model suara2 --params FILE`.")
+    p.add_argument("campaign", help="campaign name (results/<campaign>/summary.csv)")
+    p.add_argument("--library", default="openmpi", choices=["mpich", "openmpi", "impi"])
+    p.add_argument("--source", default="native", choices=["native", "harness"],
+                   help="fit Open MPI's native algorithms or the harness's own")
+    p.add_argument("--gamma", type=float, default=None,
+                   help="gamma in s/B (default: measured here with a local reduction)")
+    p.add_argument("--output", "-o", default=None, help="output JSON (default results/<campaign>/model_params.json)")
+    p.set_defaults(func=cmd_fit)
     p = sub.add_parser("algorithms", help="list every library's forcible algorithms")
     p.set_defaults(func=cmd_algorithms)
     p = sub.add_parser("install", help="install the MPI libraries' wheels under .mpi/ (idempotent)")

@@ -726,3 +726,113 @@ def measure_gamma(sizes: Iterable[int] = (1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 
         xs.append(a.nbytes)
         ts.append(best)
     return fit_gamma(xs, ts)
+
+
+# --------------------------------------------------------------------------- campaign fit
+
+# summary.csv algorithm name -> model algorithm, per source: Open MPI's six forcible
+# algorithms (the ones Table 1 models) and the harness's own versions of them
+NATIVE_OPENMPI = {"native:basic_linear": "linear", "native:nonoverlapping": "nono",
+                  "native:recursive_doubling": "rd", "native:ring": "rnos",
+                  "native:segmented_ring": "rs", "native:rabenseifner": "rab"}
+HARNESS = {"linear": "linear", "nonoverlapping": "nono", "recursive_doubling": "rd",
+           "ring": "rnos", "segmented_ring": "rs", "rabenseifner": "rab"}
+
+
+def fit_campaign(summary_csv, library: str = "openmpi", source: str = "native",
+                 gamma: float | None = None, campaign: str | None = None) -> Params:
+    """(alpha, beta) of each Table 1 algorithm fitted to a campaign's ``summary.csv`` (Sect.
+    5: linear regression over cells with P and m varied) and gamma from a timed local
+    reduction on this machine (``measure_gamma``) unless given. ``source``: ``native`` fits
+    Open MPI's forcible algorithms (``NATIVE_OPENMPI``), ``harness`` the harness's own
+    (``HARNESS``). Provenance: the summary's path and SHA-256, library, source, date, the fit
+    quality of each algorithm."""
+    import hashlib
+
+    import pandas as pd
+
+    if source not in ("native", "harness"):
+        raise ValueError(f"source: expected 'native' or 'harness', got {source!r}")
+    if source == "native" and library != "openmpi":
+        raise ValueError(f"library: the Table 1 models are of Open MPI's algorithms; native "
+                         f"fits need library 'openmpi', got {library!r}")
+    df = pd.read_csv(summary_csv)
+    gamma_how = "given"
+    if gamma is None:
+        gamma, gamma_how = measure_gamma(), "measure_gamma (np.add on this machine)"
+    mapping = NATIVE_OPENMPI if source == "native" else HARNESS
+    digest = hashlib.sha256(open(summary_csv, "rb").read()).hexdigest()
+    params = fit_all(df, mapping, gamma=gamma, library=library, provenance={
+        "source": f"fit of {source} algorithms to {summary_csv}", "summary_sha256": digest,
+        "campaign": campaign, "gamma_from": gamma_how, "algorithm_map": mapping})
+    if not params.ab:
+        fits = params.provenance.get("fits", {})
+        raise ValueError(f"no algorithm could be fitted from {summary_csv} ({library}, {source}): "
+                         + "; ".join(f"{k}: {v.get('error')}" for k, v in fits.items()))
+    return params
+
+
+# --------------------------------------------------------------------------- SUARA-L
+
+
+def factorizations(P: int, L: int) -> list[tuple[int, ...]]:
+    """Every way to write P as a product of L factors >= 2, in non-increasing order
+    (the cost of SUARA-L does not depend on the order of the dimensions)."""
+    out: list[tuple[int, ...]] = []
+
+    def rec(rest, left, cap, acc):
+        if left == 1:
+            if 2 <= rest <= cap:
+                out.append(tuple(acc + [rest]))
+            return
+        for d in _divisors(rest):
+            if 2 <= d <= cap and rest // d >= 2:
+                rec(rest // d, left - 1, d, acc + [d])
+
+    rec(int(P), int(L), int(P), [])
+    return out
+
+
+@dataclass(frozen=True)
+class LevelChoice:
+    """SUARA-L's decision: ``dims`` (P_1 x ... x P_L, P_1 the first allreduced), ``algs``
+    (one Table 1 algorithm per dimension), predicted ``time``; ``best_single`` and its time
+    on all P processes; ``fallback`` "no-grid" when P has no factorisation into L factors."""
+
+    P: int
+    m: float
+    L: int
+    dims: tuple[int, ...]
+    algs: tuple[str, ...]
+    time: float
+    best_single: str
+    best_single_time: float
+    fallback: str | None = None
+
+    @property
+    def speedup(self) -> float:
+        return self.best_single_time / self.time
+
+
+def select_suara_l(P: int, m: float, params: Params, L: int = 3,
+                   algorithms: Sequence[str] | None = None) -> LevelChoice:
+    """SUARA-L (Sect. 4, Fig. 4: R x C x K and beyond): P processes as an L-dimensional grid,
+    an allreduce of the whole message along each dimension in turn, so
+    ``T = sum_l T_{a_l}(P_l, m)`` (eq. 9 extended to L stages). The stages are independent,
+    so each dimension takes its cheapest algorithm; the grid is the factorisation of P into L
+    factors >= 2 with the least total (every one is evaluated: P has few). Without such a
+    factorisation the best single algorithm is returned with ``fallback="no-grid"``."""
+    algs = _algs(params, algorithms)
+    P = int(P)
+    single, t_single = best_single(P, m, params, algs)
+    best = None
+    for dims in factorizations(P, L):
+        picks = [min((stage_cost(a, d, P, m, params), a) for a in algs) for d in dims]
+        t = sum(c for c, _ in picks)
+        if best is None or t < best[0]:
+            best = (t, dims, tuple(a for _, a in picks))
+    if best is None:
+        return LevelChoice(P, m, L, (P,) + (1,) * (L - 1), (single,) * L, t_single, single,
+                           t_single, "no-grid")
+    t, dims, chosen = best
+    return LevelChoice(P, m, L, dims, chosen, t, single, t_single)

