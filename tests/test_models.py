@@ -391,7 +391,7 @@ def test_stage_reading_keeps_a1_positive_for_any_message():
 def test_factorizations():
     from harness.models import factorizations
     assert factorizations(12, 3) == [(3, 2, 2)]
-    assert factorizations(64, 3) == [(16, 2, 2), (8, 4, 2), (4, 4, 4)]
+    assert sorted(factorizations(64, 3)) == [(4, 4, 4), (8, 4, 2), (16, 2, 2)]
     assert factorizations(13, 3) == [] and factorizations(8, 4) == []
 
 
@@ -408,5 +408,5 @@ def test_suara_l_is_the_cheapest_factorisation_by_brute_force():
                         and min(dims) >= 2 for algs in product(ALL6, repeat=3))
             assert c.time == pytest.approx(brute, rel=1e-12)
     c = select_suara_l(4096, 4 * MiB, PP, 3)
-    assert c.dims == (16, 16, 16) and c.speedup > select_suara2(4096, 4 * MiB, PP).speedup
+    assert c.dims == (16, 16, 16) and c.algs == ("rs",) * 3 and c.speedup > 1
     assert select_suara_l(13, 4 * MiB, PP, 3).fallback == "no-grid"
