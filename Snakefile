@@ -30,3 +30,4 @@ rule all:
     input:
         RES + "/summary.csv",
         rules.report.output,
+        rules.report_suara.output,

@@ -426,15 +426,17 @@ def _algs(params: Params, algorithms: Sequence[str] | None) -> tuple[str, ...]:
     return algs
 
 
-def decide_suara2(P: int, m: float, params: Params,
-                  algorithms: Sequence[str] | None = None) -> tuple[str, str, int, int, float, str | None]:
+def decide_suara2(P: int, m: float, params: Params, algorithms: Sequence[str] | None = None,
+                  grids_only: bool = False) -> tuple[str, str, int, int, float, str | None]:
     """The decision of ``select_suara2`` alone, without its explanation tables:
     ``(a_r, a_c, P_r, P_c, time, fallback)``. This is what an allreduce call needs, so it is
     written for speed (plain floats, no numpy: on arrays of a few elements numpy's per-call
     cost dominates). Same arithmetic as ``_suara2_core``: per combination the roots of the
     quadratic of eq. (10) in (1, P), their divisor floor and ceiling, and the smallest and
     largest proper divisors; the endpoints P_c = 1 and P_c = P are the single algorithms,
-    compared at the end (Algorithm 2 with eq. 12). ``benchmarks/p2p_vs_native.py`` times it."""
+    compared at the end (Algorithm 2 with eq. 12); ``grids_only=True`` skips that comparison
+    and returns the best proper grid (``select_suara2(...).best_grid``) whenever P has one.
+    ``benchmarks/p2p_vs_native.py`` times it."""
     P = int(P)
     if P < 1:
         raise ValueError(f"P must be >= 1, got {P}")
@@ -483,7 +485,7 @@ def decide_suara2(P: int, m: float, params: Params,
                 if v < best[0]:
                     best = (v, i, j, t)
     t, i, j, k = best
-    if t >= t_single:
+    if t >= t_single and not grids_only:
         return algs[single], algs[single], 1, P, t_single, "single"
     pc = divs[k]
     return algs[i], algs[j], P // pc, pc, t, None

@@ -410,3 +410,13 @@ def test_suara_l_is_the_cheapest_factorisation_by_brute_force():
     c = select_suara_l(4096, 4 * MiB, PP, 3)
     assert c.dims == (16, 16, 16) and c.algs == ("rs",) * 3 and c.speedup > 1
     assert select_suara_l(13, 4 * MiB, PP, 3).fallback == "no-grid"
+
+
+@pytest.mark.parametrize("P", [4, 6, 12, 13, 16, 1024])
+def test_decide_grids_only_is_the_best_grid(P):
+    ch = select_suara2(P, 4 * MiB, PP)
+    d = decide_suara2(P, 4 * MiB, PP, grids_only=True)
+    if ch.best_grid is None:
+        assert d[5] == "no-grid"
+    else:
+        assert d[:4] == (ch.best_grid.a_r, ch.best_grid.a_c, ch.best_grid.P_r, ch.best_grid.P_c)

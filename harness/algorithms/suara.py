@@ -3,8 +3,11 @@ P_r x P_c grid; an allreduce runs in every process row (P_c processes each, algo
 then in every process column (P_r processes, algorithm a_c) on the rows' results.
 
 Parameters (``ctx.params``):
-- ``grid``: ``"auto"`` (default: the model's choice, ``harness.models.select_suara2`` with the
-  paper's Table 4 parameters) or ``"<P_r>x<P_c>"`` (the manual override Fig. 7 sweeps);
+- ``grid``: ``"auto"`` (default: the model's choice, ``harness.models.decide_suara2`` with the
+  paper's Table 4 parameters; the best single algorithm on a 1 x P grid when the model
+  predicts no grid wins or P is prime, recorded as ``fallback``), ``"best-grid"`` (the model's
+  best proper grid and combination even when it predicts a loss: what Fig. 8 measures) or
+  ``"<P_r>x<P_c>"`` (the manual override Fig. 7 sweeps);
 - ``row`` / ``col``: the sub-allreduce of each dimension, a harness algorithm (``ring``,
   ``segmented_ring``, …), ``native`` (the library's MPI_Allreduce on the sub-communicator,
   as the launch environment forces it) or ``native:<name>`` (a catalogue entry, forced on
@@ -76,13 +79,19 @@ def _sub_algorithm(name: str, comm):
     return REGISTRY[name].fn, comm, "harness"
 
 
-def choose(procs: int, nbytes: int, params: dict) -> tuple[int, int, str, str]:
-    """(P_r, P_c, row algorithm, column algorithm) for ``procs`` processes and ``nbytes``."""
+def choose(procs: int, nbytes: int, params: dict) -> tuple[int, int, str, str, dict]:
+    """(P_r, P_c, row algorithm, column algorithm, the model's view for the record) for
+    ``procs`` processes and ``nbytes``."""
     grid = str(params.get("grid", "auto"))
-    if grid == "auto":
+    info: dict = {}
+    if grid in ("auto", "best-grid"):
         from ..models import Params, decide_suara2
 
-        a_r, a_c, pr, pc, _, _ = decide_suara2(procs, nbytes, Params.paper())
+        a_r, a_c, pr, pc, predicted, fallback = decide_suara2(
+            procs, nbytes, Params.paper(), grids_only=grid == "best-grid")
+        # the model's view, for the record: a prime P (no grid) or a predicted loss of every
+        # grid runs the best single algorithm on all P processes (grid 1 x P)
+        info = {"predicted": predicted, "fallback": fallback, "model": "paper Table 4"}
         subs = str(params.get("subs", "harness"))
         if subs == "harness":
             ar, ac = MODEL_TO_HARNESS[a_r], MODEL_TO_HARNESS[a_c]
@@ -94,11 +103,12 @@ def choose(procs: int, nbytes: int, params: dict) -> tuple[int, int, str, str]:
         try:
             pr, pc = (int(x) for x in grid.lower().split("x"))
         except ValueError:
-            raise ValueError(f"suara2: grid must be 'auto' or '<P_r>x<P_c>', got {grid!r}") from None
+            raise ValueError(f"suara2: grid must be 'auto', 'best-grid' or '<P_r>x<P_c>', "
+                             f"got {grid!r}") from None
         if pr < 1 or pc < 1 or pr * pc != procs:
             raise ValueError(f"suara2: grid {grid} does not arrange P={procs} processes")
         ar = ac = "ring"
-    return pr, pc, str(params.get("row", ar)), str(params.get("col", ac))
+    return pr, pc, str(params.get("row", ar)), str(params.get("col", ac)), info
 
 
 def prepare(comm, sendbuf, recvbuf, op, ctx):
@@ -112,7 +122,8 @@ def prepare(comm, sendbuf, recvbuf, op, ctx):
         procs, rank = comm.Get_size(), comm.Get_rank()
         grid_key = ("suara2-grid", comm.py2f(), recvbuf.nbytes)
         if grid_key not in ctx.scratch:
-            pr, pc, ar, ac = choose(procs, recvbuf.nbytes, ctx.params)
+            pr, pc, ar, ac, info = choose(procs, recvbuf.nbytes, ctx.params)
+            ctx.scratch[("suara2-model", grid_key)] = info
             myr, myc = divmod(rank, pc)
             comm.Barrier()
             t0 = time.perf_counter()
@@ -132,7 +143,8 @@ def prepare(comm, sendbuf, recvbuf, op, ctx):
         ctx.scratch[key] = plan
         ctx.scratch["record"] = {"P_r": pr, "P_c": pc, "row": ar, "col": ac,
                                  "row_forcing": row_how, "col_forcing": col_how,
-                                 "split_seconds": ctx.scratch.get(("suara2-split", grid_key))}
+                                 "split_seconds": ctx.scratch.get(("suara2-split", grid_key)),
+                                 **ctx.scratch.get(("suara2-model", grid_key), {})}
     return plan
 
 

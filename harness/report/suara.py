@@ -1,0 +1,334 @@
+"""SUARA tables and figures (Nuriyev et al. 2023), from ``summary.csv`` alone.
+
+``make_suara(summary_csv, tables_dir, figures_dir)`` writes:
+
+- ``figures/suara_speedup.{png,pdf}`` (Fig. 8 style): measured speedup of SUARA2 (``grid``
+  auto or best-grid) over the library's native allreduce, AUTO (solid) and BEST native algorithm
+  (dashed), against P, one colour per message size; a sqrt(P) trend through the first point
+  (grey) and the model's predicted speedup over the best single algorithm (dotted);
+- ``figures/suara_grid.{png,pdf}`` (Fig. 7 style): measured time against P_c for each P and
+  (row, column) combination swept over every grid (``grid`` set per cell), 95% CI bars, the
+  model's predicted time on a second axis, sqrt(P) marked;
+- ``figures/suara_agreement.{png,pdf}`` and ``tables/suara_agreement.*``: per (P, m) whose
+  grid sweep was run, whether the model's pick among the configurations that were run equals
+  the measured best (the paper reports 100 %);
+- ``tables/suara_choice.*``: per library, P and size: the grid and combination SUARA2 chose
+  (from the cell's record), predicted and measured time, native AUTO and BEST, speedups;
+- ``tables/model_vs_measured.*``: each classic algorithm's measured mean against the model;
+- ``tables/fitted_params.*``: (alpha, beta) per algorithm fitted to this summary (Open MPI
+  native cells, ``harness.models.fit_campaign``), gamma measured here; ``paper`` values when
+  nothing could be fitted.
+
+The model uses the fitted parameters where there are some, else the paper's Table 4; the
+captions say which. Every table comes as ``.md``, ``.tex`` (booktabs) and ``.csv``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from .. import models
+from ..algorithms.suara import MODEL_TO_OPENMPI  # noqa: F401  (re-exported for tests)
+from ..results import atomic_write_text
+from . import style, tables
+
+OUTPUT_TABLES = ("suara_choice", "model_vs_measured", "fitted_params", "suara_agreement")
+OUTPUT_FIGURES = ("suara_speedup", "suara_grid", "suara_agreement")
+TO_MODEL = {**models.NATIVE_OPENMPI, **models.HARNESS}
+
+
+def _model_name(name: str) -> str | None:
+    return TO_MODEL.get(name)
+
+
+def _load(summary_csv) -> pd.DataFrame:
+    d = tables.load_summary(summary_csv)
+    d = d[tables.timed_mask(d) & (d["delay"] == "none")].copy()
+    d["p"] = d["params"].map(lambda s: json.loads(s) if s and s != "nan" else {})
+    rec = d["record"] if "record" in d.columns else pd.Series([None] * len(d), index=d.index)
+    d["r"] = rec.map(lambda s: json.loads(s) if isinstance(s, str) and s else {})
+    return d
+
+
+def fitted_params(summary_csv, gamma: float | None = None) -> tuple[models.Params, str]:
+    """Parameters fitted to the summary's Open MPI native cells (gamma measured here unless
+    given), or the paper's."""
+    try:
+        p = models.fit_campaign(summary_csv, library="openmpi", source="native", gamma=gamma)
+        missing = [a for a in models.ALL6 if a not in p.ab]
+        if missing:  # the rest from the paper, said so
+            ab = dict(p.ab)
+            ab.update({a: models.Params.paper().ab[a] for a in missing})
+            p = models.Params(ab=ab, gamma=p.gamma, m_s=p.m_s,
+                              provenance={**p.provenance, "from_paper": missing})
+        return p, "fitted to this campaign's Open MPI cells"
+    except (ValueError, KeyError, OSError):
+        return models.Params.paper(), "paper Table 4"
+
+
+def write_plain_table(df: pd.DataFrame, path_without_ext, caption: str) -> list[Path]:
+    """``df`` (already formatted cells) as .md, .tex (booktabs) and .csv."""
+    base = Path(path_without_ext)
+    base.parent.mkdir(parents=True, exist_ok=True)
+    cols = list(df.columns)
+    md = [f"**{caption}**", "", "| " + " | ".join(cols) + " |", "|" + "|".join(":---" for _ in cols) + "|"]
+    md += ["| " + " | ".join(str(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    if df.empty:
+        md.append("| " + " | ".join("–" for _ in cols) + " |")
+    tex = [r"\begin{table}[t]", r"\centering", r"\small",
+           rf"\caption{{{tables.tex_escape(caption)}}}",
+           rf"\label{{tab:{base.name.replace('_', '-')}}}",
+           rf"\begin{{tabular}}{{{'l' * len(cols)}}}", r"\toprule",
+           " & ".join(rf"\textbf{{{tables.tex_escape(c)}}}" for c in cols) + r" \\", r"\midrule"]
+    tex += [" & ".join(tables.tex_escape(v) for v in row) + r" \\" for row in df.itertuples(index=False)]
+    tex += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
+    paths = [base.parent / f"{base.name}.{e}" for e in ("md", "tex", "csv")]
+    atomic_write_text(paths[0], "\n".join(md) + "\n")
+    atomic_write_text(paths[1], "\n".join(tex))
+    atomic_write_text(paths[2], df.to_csv(index=False))
+    return paths
+
+
+def _t(seconds) -> str:
+    return tables.format_time(float(seconds))[0] if np.isfinite(seconds) else "–"
+
+
+def _native_refs(d: pd.DataFrame) -> pd.DataFrame:
+    """Per (library, procs, size, dtype, op): native AUTO time and BEST native time/name."""
+    nat = d[d["algorithm"].str.startswith("native:")]
+    rows = []
+    for key, g in nat.groupby(["library", "procs", "size", "dtype", "op"]):
+        auto = g[g["algorithm"] == tables.AUTO]
+        best = g.loc[g["mean"].idxmin()]
+        rows.append({"library": key[0], "procs": key[1], "size": key[2], "dtype": key[3],
+                     "op": key[4], "auto": float(auto["mean"].iloc[0]) if len(auto) else math.nan,
+                     "best": float(best["mean"]), "best_algorithm": best["algorithm"]})
+    return pd.DataFrame(rows, columns=["library", "procs", "size", "dtype", "op", "auto", "best",
+                                       "best_algorithm"])
+
+
+def _suara_auto(d: pd.DataFrame) -> pd.DataFrame:
+    s = d[(d["algorithm"] == "suara2")
+          & d["p"].map(lambda p: p.get("grid", "auto") in ("auto", "best-grid"))]
+    refs = _native_refs(d)
+    return s.merge(refs, on=["library", "procs", "size", "dtype", "op"], how="left")
+
+
+def choice_table(d: pd.DataFrame, params: models.Params) -> pd.DataFrame:
+    s = _suara_auto(d)
+    rows = []
+    for _, r in s.sort_values(["library", "procs", "size"]).iterrows():
+        rec = r["r"]
+        ar, ac = _model_name(rec.get("row", "")), _model_name(rec.get("col", ""))
+        pr, pc = rec.get("P_r"), rec.get("P_c")
+        pred = (models.suara2_cost(ar, ac, int(r["procs"]), int(pc), float(r["size"]), params)
+                if ar and ac and pc else math.nan)
+        rows.append({
+            "library": r["library"], "P": int(r["procs"]), "size": tables.format_size(r["size"]),
+            "grid": f"{pr} x {pc}" if pr else "–",
+            "combination": f"({rec.get('row', '?')}, {rec.get('col', '?')})",
+            "model": {None: "grid wins", "single": "single predicted faster",
+                      "no-grid": "no grid (prime P)"}.get(rec.get("fallback"), "–")
+            if "fallback" in rec else "–",
+            "predicted": _t(pred), "measured": _t(r["mean"]),
+            "native AUTO": _t(r["auto"]), "BEST native": f"{_t(r['best'])} {style.short(str(r['best_algorithm']))}"
+            if isinstance(r["best_algorithm"], str) else "–",
+            "speedup vs AUTO": f"{r['auto'] / r['mean']:.2f}" if np.isfinite(r["auto"]) else "–",
+            "speedup vs BEST": f"{r['best'] / r['mean']:.2f}" if np.isfinite(r["best"]) else "–",
+        })
+    return pd.DataFrame(rows, columns=["library", "P", "size", "grid", "combination", "model", "predicted",
+                                       "measured", "native AUTO", "BEST native", "speedup vs AUTO",
+                                       "speedup vs BEST"])
+
+
+def model_table(d: pd.DataFrame, params: models.Params) -> pd.DataFrame:
+    c = d[d["algorithm"].isin(list(TO_MODEL)) & (d["procs"] > 1)]
+    if "library" in c.columns:
+        c = c[~c["algorithm"].str.startswith("native:") | (c["library"] == "openmpi")]
+    rows = []
+    for _, r in c.sort_values(["library", "algorithm", "procs", "size"]).iterrows():
+        m = _model_name(r["algorithm"])
+        pred = models.cost(m, int(r["procs"]), float(r["size"]), params)
+        rows.append({"library": r["library"], "algorithm": r["algorithm"], "model": m,
+                     "P": int(r["procs"]), "size": tables.format_size(r["size"]),
+                     "measured": _t(r["mean"]), "model time": _t(pred),
+                     "measured / model": f"{r['mean'] / pred:.2f}" if pred > 0 else "–"})
+    return pd.DataFrame(rows, columns=["library", "algorithm", "model", "P", "size", "measured",
+                                       "model time", "measured / model"])
+
+
+def params_table(params: models.Params) -> pd.DataFrame:
+    fits = params.provenance.get("fits", {})
+    rows = []
+    for a in models.ALL6:
+        if a not in params.ab:
+            continue
+        al, be = params.ab[a]
+        f = fits.get(a, {})
+        rows.append({"algorithm": a, "alpha": _t(al), "beta [s/B]": f"{be:.3g}",
+                     "1/beta": f"{1 / be / 2**30:.2f} GiB/s" if be > 0 else "–",
+                     "R^2": f"{f['r2']:.3f}" if "r2" in f else "–",
+                     "cells": str(f.get("n", "–")),
+                     "source": "fit" if "r2" in f else "paper"})
+    rows.append({"algorithm": "gamma", "alpha": "–", "beta [s/B]": f"{params.gamma:.3g}",
+                 "1/beta": f"{1 / params.gamma / 2**30:.2f} GiB/s" if params.gamma > 0 else "–",
+                 "R^2": "–", "cells": "–", "source": str(params.provenance.get("gamma_from", "paper"))})
+    return pd.DataFrame(rows)
+
+
+def _sweeps(d: pd.DataFrame) -> pd.DataFrame:
+    s = d[(d["algorithm"] == "suara2")
+          & d["p"].map(lambda p: p.get("grid", "auto") not in ("auto", "best-grid"))].copy()
+    s["P_c"] = s["p"].map(lambda p: int(str(p["grid"]).lower().split("x")[1]))
+    s["row"] = s["p"].map(lambda p: p.get("row", "ring"))
+    s["col"] = s["p"].map(lambda p: p.get("col", "ring"))
+    return s
+
+
+def agreement_table(d: pd.DataFrame, params: models.Params) -> pd.DataFrame:
+    s = _sweeps(d)
+    rows = []
+    for key, g in s.groupby(["library", "procs", "size", "dtype", "op"]):
+        if len(g) < 2:
+            continue
+        P, m = int(key[1]), float(key[2])
+
+        def pred(r):
+            ar, ac = _model_name(r["row"]), _model_name(r["col"])
+            return models.suara2_cost(ar, ac, P, int(r["P_c"]), m, params) if ar and ac else math.nan
+
+        g = g.assign(pred=g.apply(pred, axis=1))
+        if not np.isfinite(g["pred"]).any():
+            continue
+        mp, mb = g.loc[g["pred"].idxmin()], g.loc[g["mean"].idxmin()]
+        label = lambda r: f"{P // int(r['P_c'])}x{int(r['P_c'])} ({r['row']}, {r['col']})"
+        rows.append({"library": key[0], "P": P, "size": tables.format_size(m),
+                     "configurations": len(g), "model's pick": label(mp),
+                     "measured best": label(mb), "agree": "yes" if mp.name == mb.name else "no",
+                     "pick / best time": f"{mp['mean'] / mb['mean']:.2f}"})
+    return pd.DataFrame(rows, columns=["library", "P", "size", "configurations", "model's pick",
+                                       "measured best", "agree", "pick / best time"])
+
+
+def _empty(ax, text):
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=8,
+            color="#666666", wrap=True)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def speedup_figure(d: pd.DataFrame, params: models.Params, how: str, path) -> list[Path]:
+    s = _suara_auto(d)
+    libs = sorted(s["library"].unique(), key=style.library_sort_key) or ["openmpi"]
+    fig = Figure(figsize=(3.4 * len(libs) + 1.8, 3.0), layout="constrained")
+    axes = fig.subplots(1, len(libs), squeeze=False)[0]
+    for ax, lib in zip(axes, libs):
+        g = s[s["library"] == lib]
+        if g.empty:
+            _empty(ax, "no SUARA2 cells (experiment 'suara')")
+            continue
+        sizes = sorted(g["size"].unique())
+        cmap = style.matplotlib.colormaps["viridis"]
+        for i, size in enumerate(sizes):
+            c = cmap(i / max(1, len(sizes) - 1) * 0.85)
+            h = g[g["size"] == size].sort_values("procs")
+            P = h["procs"].to_numpy(float)
+            ax.plot(P, h["auto"] / h["mean"], "-o", color=c, label=f"{tables.format_size(size)} vs AUTO")
+            ax.plot(P, h["best"] / h["mean"], "--s", color=c, mfc="none", label=f"{tables.format_size(size)} vs BEST")
+            pred = [models.select_suara2(int(p), float(size), params) for p in P]
+            ax.plot(P, [ch.grid_speedup or 1.0 for ch in pred], ":", color=c, lw=1.5)
+        P_all = np.array(sorted(g["procs"].unique()), float)
+        first = g[g["procs"] == P_all[0]]
+        base = float((first["auto"] / first["mean"]).mean())
+        ax.plot(P_all, base * np.sqrt(P_all / P_all[0]), color="#888888", lw=2, alpha=0.5,
+                label=r"$\propto\sqrt{P}$")
+        ax.axhline(1.0, color="black", lw=0.6)
+        ax.set_xlabel("processes P")
+        ax.set_ylabel("speedup of SUARA2")
+        ax.set_xticks(P_all)
+        ax.set_xticklabels([str(int(p)) for p in P_all])
+        ax.set_title(style.library_title(lib))
+    fig.legend(*axes[-1].get_legend_handles_labels(), loc="outside right upper",
+               title=f"dotted: model\n({how})")
+    return style.save(fig, path)
+
+
+def grid_figure(d: pd.DataFrame, params: models.Params, how: str, path) -> list[Path]:
+    s = _sweeps(d)
+    groups = list(s.groupby(["library", "procs", "row", "col"])) if not s.empty else []
+    fig = Figure(figsize=(3.4 * max(1, len(groups)), 2.8), layout="constrained")
+    axes = fig.subplots(1, max(1, len(groups)), squeeze=False)[0]
+    if not groups:
+        _empty(axes[0], "no grid sweep (suara2 with grid set per cell)")
+    for ax, ((lib, P, row, col), g) in zip(axes, groups):
+        ax2 = ax.twinx()
+        sizes = sorted(g["size"].unique())
+        cmap = style.matplotlib.colormaps["viridis"]
+        for i, size in enumerate(sizes):
+            c = cmap(i / max(1, len(sizes) - 1) * 0.85)
+            h = g[g["size"] == size].sort_values("P_c")
+            y = h["mean"].to_numpy(float)
+            err = np.vstack([y - h["ci_low"].to_numpy(float), h["ci_high"].to_numpy(float) - y])
+            ax.errorbar(h["P_c"], y * 1e3, yerr=np.nan_to_num(err) * 1e3, fmt="-o", color=c,
+                        label=tables.format_size(size))
+            ar, ac = _model_name(row), _model_name(col)
+            if ar and ac:
+                ax2.plot(h["P_c"], [models.suara2_cost(ar, ac, int(P), int(pc), float(size), params) * 1e3
+                                    for pc in h["P_c"]], ":", color=c)
+        ax.axvline(math.sqrt(P), color="#888888", lw=1, ls="--")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted(g["P_c"].unique()))
+        ax.set_xticklabels([str(int(x)) for x in sorted(g["P_c"].unique())])
+        ax.set_xlabel(r"process columns $P_c$ (grid $P/P_c \times P_c$)")
+        ax.set_ylabel("measured time [ms]")
+        ax2.set_ylabel(f"model [ms] ({how})", color="#666666")
+        ax2.grid(False)
+        ax.set_title(f"{style.library_title(lib)}, P={int(P)}, ({style.short(row)}, {style.short(col)})")
+        ax.legend(title="solid: measured, dotted: model", loc="best")
+    return style.save(fig, path)
+
+
+def agreement_figure(agree: pd.DataFrame, path) -> list[Path]:
+    fig = Figure(figsize=(3.2, 2.4), layout="constrained")
+    ax = fig.subplots()
+    if agree.empty:
+        _empty(ax, "no grid sweep to compare with the model")
+    else:
+        share = agree.groupby("library")["agree"].apply(lambda x: (x == "yes").mean() * 100)
+        n = agree.groupby("library").size()
+        bars = ax.bar([style.library_title(l) for l in share.index], share.values,
+                      color=[style.color("native:auto")] * len(share))
+        for b, v, k in zip(bars, share.values, n.values):
+            ax.text(b.get_x() + b.get_width() / 2, v + 2, f"{v:.0f}% of {k}", ha="center", fontsize=8)
+        ax.set_ylim(0, 115)
+        ax.set_ylabel("model's pick = measured best [%]")
+    return style.save(fig, path)
+
+
+def make_suara(summary_csv, tables_dir, figures_dir) -> list[Path]:
+    style.setup()
+    d = _load(summary_csv)
+    params, how = fitted_params(summary_csv)
+    tdir, fdir = Path(tables_dir), Path(figures_dir)
+    written = []
+    written += write_plain_table(choice_table(d, params), tdir / "suara_choice",
+                                 f"SUARA2's choice per P and message size: grid, combination, "
+                                 f"predicted (model: {how}) and measured time, against the native allreduce")
+    written += write_plain_table(model_table(d, params), tdir / "model_vs_measured",
+                                 f"Measured time of each classic algorithm against its Table 1 model ({how})")
+    written += write_plain_table(params_table(params), tdir / "fitted_params",
+                                 f"Hockney parameters ({how}); gamma from a timed local reduction")
+    agree = agreement_table(d, params)
+    share = f"{(agree['agree'] == 'yes').mean() * 100:.0f}%" if len(agree) else "n/a"
+    written += write_plain_table(agree, tdir / "suara_agreement",
+                                 f"Model's pick vs measured best among the grids run ({share} agree; model: {how})")
+    written += speedup_figure(d, params, how, fdir / "suara_speedup")
+    written += grid_figure(d, params, how, fdir / "suara_grid")
+    written += agreement_figure(agree, fdir / "suara_agreement")
+    return written
