@@ -247,7 +247,8 @@ def speedup_figure(d: pd.DataFrame, params: models.Params, how: str, path) -> li
         first = g[g["procs"] == P_all[0]]
         base = float((first["auto"] / first["mean"]).mean())
         ax.plot(P_all, base * np.sqrt(P_all / P_all[0]), color="#888888", lw=2, alpha=0.5,
-                label=r"$\propto\sqrt{P}$")
+                label=r"$\propto\sqrt{P}$ (through the first point)")
+        ax.plot([], [], ":", color="black", lw=1.5, label="model: best grid vs best single")
         ax.axhline(1.0, color="black", lw=0.6)
         ax.set_xlabel("processes P")
         ax.set_ylabel("speedup of SUARA2")
@@ -267,7 +268,6 @@ def grid_figure(d: pd.DataFrame, params: models.Params, how: str, path) -> list[
     if not groups:
         _empty(axes[0], "no grid sweep (suara2 with grid set per cell)")
     for ax, ((lib, P, row, col), g) in zip(axes, groups):
-        ax2 = ax.twinx()
         sizes = sorted(g["size"].unique())
         cmap = style.matplotlib.colormaps["viridis"]
         for i, size in enumerate(sizes):
@@ -279,18 +279,18 @@ def grid_figure(d: pd.DataFrame, params: models.Params, how: str, path) -> list[
                         label=tables.format_size(size))
             ar, ac = _model_name(row), _model_name(col)
             if ar and ac:
-                ax2.plot(h["P_c"], [models.suara2_cost(ar, ac, int(P), int(pc), float(size), params) * 1e3
-                                    for pc in h["P_c"]], ":", color=c)
+                ax.plot(h["P_c"], [models.suara2_cost(ar, ac, int(P), int(pc), float(size), params) * 1e3
+                                   for pc in h["P_c"]], ":", color=c, lw=1.5)
         ax.axvline(math.sqrt(P), color="#888888", lw=1, ls="--")
         ax.set_xscale("log", base=2)
         ax.set_xticks(sorted(g["P_c"].unique()))
         ax.set_xticklabels([str(int(x)) for x in sorted(g["P_c"].unique())])
         ax.set_xlabel(r"process columns $P_c$ (grid $P/P_c \times P_c$)")
-        ax.set_ylabel("measured time [ms]")
-        ax2.set_ylabel(f"model [ms] ({how})", color="#666666")
-        ax2.grid(False)
+        ax.set_ylabel("time [ms]")
         ax.set_title(f"{style.library_title(lib)}, P={int(P)}, ({style.short(row)}, {style.short(col)})")
-        ax.legend(title="solid: measured, dotted: model", loc="best")
+        ax.legend(title=f"solid: measured (95% CI)\ndotted: model ({how})\ndashed: sqrt(P)",
+                  loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=len(sizes), fontsize=7,
+                  title_fontsize=7)
     return style.save(fig, path)
 
 
