@@ -223,6 +223,14 @@ def _empty(ax, text):
     ax.set_yticks([])
 
 
+def _by_size(g: pd.DataFrame, order: str):
+    """(size, colour, rows of that size sorted by ``order``), smallest size first."""
+    sizes = sorted(g["size"].unique())
+    cmap = style.matplotlib.colormaps["viridis"]
+    for i, size in enumerate(sizes):
+        yield size, cmap(i / max(1, len(sizes) - 1) * 0.85), g[g["size"] == size].sort_values(order)
+
+
 def speedup_figure(d: pd.DataFrame, params: models.Params, how: str, path) -> list[Path]:
     s = _suara_auto(d)
     libs = sorted(s["library"].unique(), key=style.library_sort_key) or ["openmpi"]
@@ -233,11 +241,7 @@ def speedup_figure(d: pd.DataFrame, params: models.Params, how: str, path) -> li
         if g.empty:
             _empty(ax, "no SUARA2 cells (experiment 'suara')")
             continue
-        sizes = sorted(g["size"].unique())
-        cmap = style.matplotlib.colormaps["viridis"]
-        for i, size in enumerate(sizes):
-            c = cmap(i / max(1, len(sizes) - 1) * 0.85)
-            h = g[g["size"] == size].sort_values("procs")
+        for size, c, h in _by_size(g, "procs"):
             P = h["procs"].to_numpy(float)
             ax.plot(P, h["auto"] / h["mean"], "-o", color=c, label=f"{tables.format_size(size)} vs AUTO")
             ax.plot(P, h["best"] / h["mean"], "--s", color=c, mfc="none", label=f"{tables.format_size(size)} vs BEST")
@@ -269,10 +273,7 @@ def grid_figure(d: pd.DataFrame, params: models.Params, how: str, path) -> list[
         _empty(axes[0], "no grid sweep (suara2 with grid set per cell)")
     for ax, ((lib, P, row, col), g) in zip(axes, groups):
         sizes = sorted(g["size"].unique())
-        cmap = style.matplotlib.colormaps["viridis"]
-        for i, size in enumerate(sizes):
-            c = cmap(i / max(1, len(sizes) - 1) * 0.85)
-            h = g[g["size"] == size].sort_values("P_c")
+        for size, c, h in _by_size(g, "P_c"):
             y = h["mean"].to_numpy(float)
             err = np.vstack([y - h["ci_low"].to_numpy(float), h["ci_high"].to_numpy(float) - y])
             ax.errorbar(h["P_c"], y * 1e3, yerr=np.nan_to_num(err) * 1e3, fmt="-o", color=c,
