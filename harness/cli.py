@@ -160,6 +160,15 @@ def cmd_run(args, parser) -> int:
         if not sep or not key:
             err(f"argument --param: expected KEY=VALUE, got {item!r}")
         params[key] = int(value) if value.isdigit() else value
+    if "layout" in params or "ppn" in params:  # node layout (harness/layout.py)
+        from .layout import LayoutError, emulated, parse
+
+        try:
+            kind, ppn = parse(params)
+            if kind == "emulated":
+                emulated(args.procs, ppn)
+        except LayoutError as exc:
+            err(f"argument --param: {exc}")
     cell = Cell(library=lib.name, algorithm=args.algorithm, procs=args.procs, size=args.size,
                 dtype=args.dtype, op=args.op, delay=args.delay,
                 max_delay=args.max_delay if args.delay != "none" else 0.0,
