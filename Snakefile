@@ -30,3 +30,4 @@ rule all:
     input:
         RES + "/summary.csv",
         rules.report.output,
+        rules.report_node_aware.output if NODE_AWARE else [],
