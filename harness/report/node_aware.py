@@ -38,6 +38,11 @@ from . import style, tables
 
 ALGORITHMS = ("recursive_doubling", "smp", "nap")
 LABELS = {"recursive_doubling": "RD", "smp": "SMP", "nap": "NAP"}
+# RD keeps the harness's colour of recursive doubling; SMP takes that of the library's own SMP
+# (native:smp); NAP gets an orange of its own (the hashed colours of the two were alike)
+COLORS = {"recursive_doubling": style.color("recursive_doubling"),
+          "smp": style.color("native:smp"), "nap": "#e6550d"}
+MARKERS = {"recursive_doubling": "o", "smp": "s", "nap": "^"}
 TIMED = ("ok", "not-converged")
 
 
@@ -215,13 +220,13 @@ def _figure(d: pd.DataFrame, x: str, path, title: str) -> list[Path]:
                 continue
             lo = (s["mean"] - s["ci_low"]).clip(lower=0).fillna(0)
             hi = (s["ci_high"] - s["mean"]).clip(lower=0).fillna(0)
-            ax.errorbar(s[x], s["mean"] * 1e6, yerr=[lo * 1e6, hi * 1e6], color=style.color(a),
-                        marker=style.marker(a), label=LABELS[a])
+            ax.errorbar(s[x], s["mean"] * 1e6, yerr=[lo * 1e6, hi * 1e6], color=COLORS[a],
+                        marker=MARKERS[a], label=LABELS[a])
         p = _pivot(g, [x]).sort_values(x) if len(g) else pd.DataFrame()
         for col, ref, ls in (("speedup_vs_rd", "recursive_doubling", "-"),
                              ("speedup_vs_smp", "smp", "--")):
             if len(p) and p[col].notna().any():
-                axs.plot(p[x], p[col], ls, color=style.color(ref), marker=style.marker(ref),
+                axs.plot(p[x], p[col], ls, color=COLORS[ref], marker=MARKERS[ref],
                          label=f"NAP vs {LABELS[ref]}")
         axs.axhline(1.0, color="#000000", lw=0.6)
         ax.set_title(sub)
