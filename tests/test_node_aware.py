@@ -202,3 +202,20 @@ def test_registry_entries():
     assert {n for n, a in REGISTRY.items() if a.family == "node-aware"} == {"nap", "smp"}
     for name in ("nap", "smp"):
         assert REGISTRY[name].description and REGISTRY[name].fn.prepare
+
+
+def test_no_rank_sends_more_than_ceil_log_ppn_n_inter_node_messages():
+    """From the schedule itself: in every step a process exchanges with at most one other node
+    or feeds nodes that lack a partner; summed over the steps, no process sends more than
+    ceil(log_ppn n) inter-node messages, for every n <= 64 and ppn 2..8 (powers or not)."""
+    worst = {}
+    for ppn in range(2, 9):
+        for n in range(1, 65):
+            sent = {}
+            for step in range(nap_steps(n, ppn)):
+                roles, feeds = nap_step_pattern(n, ppn, step)
+                for key, (role, _) in roles.items():
+                    sent[key] = sent.get(key, 0) + (role == "exchange") + len(feeds.get(key, []))
+            worst[(n, ppn)] = max(sent.values(), default=0)
+            assert worst[(n, ppn)] <= nap_steps(n, ppn), (n, ppn, worst[(n, ppn)])
+    assert worst[(16, 4)] == 2 and worst[(64, 4)] == 3 and worst[(10, 4)] == 2

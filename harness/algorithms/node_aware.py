@@ -14,27 +14,35 @@ that is not a power of two), and a binomial-tree broadcast from the master insid
 Works for any layout, also nodes of unequal size.
 
 **NAP** (Sect. III, Algorithm 1): an intra-node allreduce, then ``ceil(log_ppn n)`` inter-node
-steps over n nodes of ppn processes, each followed by an intra-node allreduce. At step i nodes
-form groups of ``ppn^(i+1)`` consecutive nodes, each made of ppn subgroups of ``ppn^i`` nodes
-that already hold the same partial result. The process with local rank r on the node at
+steps over n nodes of ppn processes, each followed by an intra-node allreduce. For n a power
+of ppn, at step i nodes form groups of ``ppn^(i+1)`` consecutive nodes, each made of ppn
+subgroups of ``ppn^i`` nodes that already hold the same partial result. The process with local rank r on the node at
 position ``pos`` of subgroup s exchanges its data with the process with local rank s on the
 node at position ``pos`` of subgroup r; the process with r = s sits idle in the exchange and
 contributes its own subgroup's data. The intra-node allreduce then combines the ppn
 subgroups' data, so every node holds its group's reduction. Node counts that are not a power
-of ppn (Sect. III-A):
+of ppn (Sect. III-A) are grouped from the top (``nap_groups``): the n nodes are cut into
+``ceil(n / ppn^(k-1))`` runs of consecutive nodes of nearly equal size, each run the same way,
+down to single nodes (k = ceil(log_ppn n) steps, as for the next power of ppn). For n a power
+of ppn this is exactly Algorithm 1's grouping. Then:
 
-- *Fig. 8*, the last group has fewer than ppn subgroups: processes whose local rank names no
-  subgroup sit idle during the exchange and take no part in the intra-node allreduce that
-  follows; they receive its result from a participating process on their node.
-- *Fig. 9*, the last subgroup L of a group has fewer nodes than the others: a node at a
-  position that L lacks (an "extra" node) has no partner for its process with local rank L.
-  That process instead receives L's data from an idle process of a node of L (local rank L,
-  or a local rank that names no subgroup), one-way: L's nodes get everything from their
-  regular exchanges. This is the paper's example (P14 receives data from P34) and Fig. 9's
-  caption ("otherwise receives data from the corresponding idle process"); the text's
-  wording "send data to the idle process" would move data the idle process already has.
-  The extra nodes are dealt round-robin over L's idle processes, so one process feeds at
-  most ``ceil(extra nodes / idle processes of L)`` of them.
+- *Fig. 8*, a group has fewer than ppn subgroups (e.g. 12 nodes x 4: the first step is the
+  regular one, the second has 3 subgroups): processes whose local rank names no subgroup sit
+  idle during the exchange and take no part in the intra-node allreduce that follows; they
+  receive its result from a participating process on their node.
+- *Fig. 9*, the subgroups of a group differ in size (e.g. 10 nodes x 4: first-step groups of
+  4, 3 and 3 nodes, "groups of nearly equal size"): a node at a position that a smaller
+  subgroup t lacks has no partner for its process with local rank t. That process instead
+  receives t's data from an idle process of a node of t (local rank t, or a local rank that
+  names no subgroup), one-way: t's nodes get everything from their regular exchanges. This
+  is the paper's example (P14 receives data from P34, which is exactly what 10 nodes x 4
+  gives) and Fig. 9's caption ("otherwise receives data from the corresponding idle
+  process"); the text's wording, extra nodes "send data to the idle process", would move
+  data the idle process already has. The nodes lacking a partner are dealt round-robin over
+  t's idle processes. Because the runs are balanced, no rank sends more than
+  ``ceil(log_ppn n)`` inter-node messages per call for any n <= 64 and ppn <= 8 (checked by
+  ``tests/test_node_aware.py``; cutting fixed blocks of ``ppn^i`` nodes with one short block
+  at the end instead made one idle process feed up to 15 nodes, e.g. 17 nodes x 2).
 
 Choices where the paper is silent:
 
