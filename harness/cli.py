@@ -219,7 +219,22 @@ def _print_row(r, store) -> None:
         print(f"  status={r.status}" + (f" after {int(r.n)} repetition(s)" if _present(r.n) else ""))
     if isinstance(r.error, str) and r.error:
         print(f"  error: {r.error}")
+    _print_counts(r)
     print(f"  results: {store.dir}/summary.csv (cell {r.cell_id}, run {r.run_id})")
+
+
+def _print_counts(r) -> None:
+    """The node layout and message counts of the record (harness/counting.py), if any."""
+    import json
+
+    try:
+        rec = json.loads(r["record"]) if isinstance(r["record"], str) else {}
+    except ValueError:
+        return
+    if "inter_msgs" in rec:
+        print(f"  layout {rec.get('layout')}: {rec.get('n_nodes')} node(s) x ppn {rec.get('ppn')}; "
+              f"messages per call, most of one rank: inter-node {rec['inter_msgs']} "
+              f"({rec['inter_bytes']} B), intra-node {rec['intra_msgs']} ({rec['intra_bytes']} B)")
 
 
 def cmd_algorithms(args, parser) -> int:
