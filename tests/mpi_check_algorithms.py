@@ -9,8 +9,9 @@ algorithm twice in a row with the same context (the second call reuses the scrat
 one context per algorithm variant is shared by all dtypes and counts, so a changed count or
 dtype must get fresh buffers), and compares both results with ``harness.verify.expected``.
 Family ``node-aware`` (NAP, SMP) instead runs every emulated layout of 1..MAX_NODES nodes x
-1..MAX_PPN processes per node that fits in P (counts 1 and 7; also 0 and 1000 up to 8
-processes), then the real layout.
+1..MAX_PPN processes per node that fits in P (one value per process; up to 8 processes also
+counts 0, 7 and 1000 and a second call reusing the context: the schedule depends on the
+layout only, the count changes no partner), then the real layout.
 Prints ``OK <checks>`` on rank 0, or exits non-zero with a message naming
 algorithm/dtype/op/count/P.
 """
@@ -66,7 +67,9 @@ def node_aware(comm, ops) -> tuple[list, int]:
                 cases = [(n, {"layout": "emulated", "ppn": ppn}) for n in names]
                 # one value per process and a few; the long vector only on small layouts (it
                 # changes no partner, only the time of the check)
-                f, c = check(sub, cases, ops, (0, 1, 7, 1000) if procs <= 8 else (1, 7))
+                small = procs <= 8
+                f, c = check(sub, cases, ops, (0, 1, 7, 1000) if small else (1,),
+                             calls=(1, 2) if small else (1,))
                 failures += f
                 checks += c
                 sub.Free()
@@ -106,9 +109,9 @@ def main() -> int:
     return 0
 
 
-def check(comm, cases, ops, counts) -> tuple[list, int]:
-    """Run every (algorithm, params) case on ``comm`` for every dtype, op and count; returns
-    (failure messages of this rank, checks made)."""
+def check(comm, cases, ops, counts, calls=(1, 2)) -> tuple[list, int]:
+    """Run every (algorithm, params) case on ``comm`` for every dtype, op and count, ``calls``
+    times with the same context; returns (failure messages of this rank, checks made)."""
     rank, size = comm.Get_rank(), comm.Get_size()
     failures, checks = [], 0
     for name, params in cases:
@@ -124,7 +127,7 @@ def check(comm, cases, ops, counts) -> tuple[list, int]:
                     recv = verify.aligned_empty(count, dtype)
                     label = (f"algorithm={name} params={params} dtype={dtype} op={opname} "
                              f"count={count} P={size}")
-                    for call in (1, 2):
+                    for call in calls:
                         recv.fill(verify.sentinel(dtype))
                         try:
                             fn(comm, send, recv, ops[opname], ctx)
