@@ -31,7 +31,7 @@ def test_node_aware_campaign_figures_and_counts(tmp_path):
     res, fig = tmp_path / "results" / "na", tmp_path / "figures" / "na"
     df = pd.read_csv(res / "summary.csv")
     assert len(df) == 12 and set(df.status) <= {"ok", "not-converged"}
-    for name in ("vs_procs", "vs_size"):
+    for name in ("vs_procs", "vs_size", "model"):
         for ext in ("png", "pdf"):
             assert (fig / f"node_aware_{name}.{ext}").stat().st_size > 0
     # no native cells: no AUTO-vs-BEST figure is asked for

@@ -13,6 +13,9 @@ are told apart by processes per node (``ppn``, from the record), P and size.
   RD and over SMP (Fig. 13);
 - ``figures_dir/node_aware_vs_size.{png,pdf}``: the same vs message size at the largest P of
   each ppn (Figs. 14-15);
+- ``figures_dir/node_aware_model.{png,pdf}``: the max-rate model of the three (Figs. 10-11
+  shape: vs P at 16 processes per node, vs size at P = 32768) with the default parameters
+  of ``harness.maxrate``, for comparison with the paper;
 - ``tables_dir/node_aware_counts.{md,tex,csv}``: per ppn, node count and algorithm, the most
   inter- and intra-node messages (and bytes) one rank sends per call, next to
   ``ceil(log_ppn n)`` and ``ceil(log2 n)``, at the smallest size;
@@ -251,6 +254,44 @@ def _figure(d: pd.DataFrame, x: str, path, title: str) -> list[Path]:
     return style.save(fig, path)
 
 
+def model_figure(path, params=None, ppn: int = 16, procs: int = 32768) -> list[Path]:
+    """The max-rate model's RD, SMP and NAP (``harness.maxrate``, eqs. 4-6) in the shape of
+    the paper's Figs. 10-11: cost vs P for one double per process (P = ppn, 2 ppn, ... up to
+    ``procs``) and cost vs size at ``procs``, ``ppn`` processes per node; default parameters
+    unless ``params`` (a ``MaxRateParams``) is given."""
+    from .. import maxrate
+
+    style.setup()
+    p = params or maxrate.MaxRateParams.defaults()
+    model = {"rd": "recursive_doubling", "smp": "smp", "nap": "nap"}
+    fig = Figure(figsize=(7.0, 3.0))
+    ax1, ax2 = fig.subplots(1, 2)
+    nodes = [2 ** k for k in range(0, int(math.log2(procs // ppn)) + 1)]
+    sizes = [8 * 2 ** k for k in range(0, 18)]
+    for name, alg in model.items():
+        ax1.plot([n * ppn for n in nodes], [maxrate.cost(name, n, ppn, 8, p).total * 1e6 for n in nodes],
+                 color=COLORS[alg], marker=MARKERS[alg], label=LABELS[alg])
+        ax2.plot(sizes, [maxrate.cost(name, procs // ppn, ppn, s, p).total * 1e6 for s in sizes],
+                 color=COLORS[alg], marker=MARKERS[alg], label=LABELS[alg])
+    ax1.set_xscale("log", base=2)
+    ax1.set_xlabel("processes P")
+    ax1.set_ylabel("modelled time (µs)")
+    ax1.set_title(f"one double per process, ppn = {ppn}")
+    ax2.set_xscale("log", base=2)
+    ax2.set_yscale("log")
+    ax2.set_xlabel("bytes per process")
+    ax2.set_title(f"P = {procs}, ppn = {ppn}")
+    ticks = sizes[::3]
+    ax2.set_xticks(ticks)
+    ax2.set_xticklabels([tables.format_size(v) for v in ticks], rotation=45)
+    ax1.legend(loc="best")
+    fig.suptitle("Max-rate model (Bienz et al., eqs. 4-6)\n"
+                 + ", ".join(f"{k}={getattr(p, k):g}" for k in ("alpha_l", "beta_l", "alpha", "R_b",
+                                                                 "R_N", "gamma")),
+                 fontsize=7.5)
+    return style.save(fig, path)
+
+
 def make_all(summary_csv, tables_dir, figures_dir) -> list[Path]:
     d = load(summary_csv)
     written: list[Path] = []
@@ -262,6 +303,7 @@ def make_all(summary_csv, tables_dir, figures_dir) -> list[Path]:
                        f"RD vs SMP vs NAP, one value per process ({lib}, {layout} nodes)")
     written += _figure(d, "size", Path(figures_dir) / "node_aware_vs_size",
                        f"RD vs SMP vs NAP vs message size ({lib}, {layout} nodes)")
+    written += model_figure(Path(figures_dir) / "node_aware_model")
     return written
 
 

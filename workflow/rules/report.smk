@@ -27,7 +27,8 @@ rule report_node_aware:
     output:
         expand(RES + "/tables/node_aware_{name}.{ext}", name=["counts", "times"],
                ext=["md", "tex", "csv"]),
-        expand(FIG + "/node_aware_{name}.{ext}", name=["vs_procs", "vs_size"], ext=["png", "pdf"]),
+        expand(FIG + "/node_aware_{name}.{ext}", name=["vs_procs", "vs_size", "model"],
+               ext=["png", "pdf"]),
     run:
         from harness.report.node_aware import make_all
 
