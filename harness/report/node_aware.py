@@ -264,7 +264,7 @@ def model_figure(path, params=None, ppn: int = 16, procs: int = 32768) -> list[P
     style.setup()
     p = params or maxrate.MaxRateParams.defaults()
     model = {"rd": "recursive_doubling", "smp": "smp", "nap": "nap"}
-    fig = Figure(figsize=(7.0, 3.0))
+    fig = Figure(figsize=(7.0, 3.4), layout="constrained")
     ax1, ax2 = fig.subplots(1, 2)
     nodes = [2 ** k for k in range(0, int(math.log2(procs // ppn)) + 1)]
     sizes = [8 * 2 ** k for k in range(0, 18)]
