@@ -20,7 +20,7 @@ import numpy as np
 from mpi4py import MPI
 
 from harness import verify
-from harness.algorithms import resolve
+from harness.algorithms import Context, resolve
 from harness.counting import count_call
 from harness.layout import resolve as resolve_layout
 
@@ -37,10 +37,7 @@ def main() -> int:
         fn = resolve(name)
         recv = verify.aligned_empty(1, "float64")
         # a correct call first (count_call runs its own on a scratch output)
-        ctx_params = dict(params)
-        from harness.algorithms import Context
-
-        ctx = Context(params=ctx_params)
+        ctx = Context(params=dict(params))
         prepare = getattr(fn, "prepare", None)
         if prepare:
             prepare(comm, send, recv, MPI.SUM, ctx)
