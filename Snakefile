@@ -30,4 +30,5 @@ rule all:
     input:
         RES + "/summary.csv",
         rules.report.output,
-        rules.report_suara.output,
+        rules.report_suara.output if SUARA else [],
+        rules.report_node_aware.output if NODE_AWARE else [],

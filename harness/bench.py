@@ -173,8 +173,13 @@ def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None):
         if not status:
             status = stats.decide(series[metric], rule, float(every[:, 3].max()))
 
+    record = m.ctx.scratch.get("record")
+    if status in ("ok", "not-converged"):  # node layout + message counts: one untimed call
+        from .counting import record_counts
+
+        record = record_counts(comm, cell, m.fn, m.send, m.recv, m.op, record)
     entry.update(sync=m.sync, window=m.window if m.sync == "window" else None, status=status,
-                 error=error, converged=status == "ok", record=m.ctx.scratch.get("record"))
+                 error=error, converged=status == "ok", record=record)
     if status in ("ok", "not-converged"):
         summaries = {k: stats.summarize(series[k], rule.confidence) for k in METRICS}
         entry.update(stats=summaries[metric], all_stats=summaries)

@@ -160,6 +160,15 @@ def cmd_run(args, parser) -> int:
         if not sep or not key:
             err(f"argument --param: expected KEY=VALUE, got {item!r}")
         params[key] = int(value) if value.isdigit() else value
+    if "layout" in params or "ppn" in params:  # node layout (harness/layout.py)
+        from .layout import LayoutError, emulated, parse
+
+        try:
+            kind, ppn = parse(params)
+            if kind == "emulated":
+                emulated(args.procs, ppn)
+        except LayoutError as exc:
+            err(f"argument --param: {exc}")
     cell = Cell(library=lib.name, algorithm=args.algorithm, procs=args.procs, size=args.size,
                 dtype=args.dtype, op=args.op, delay=args.delay,
                 max_delay=args.max_delay if args.delay != "none" else 0.0,
@@ -213,7 +222,22 @@ def _print_row(r, store) -> None:
         print(f"  status={r.status}" + (f" after {int(r.n)} repetition(s)" if _present(r.n) else ""))
     if isinstance(r.error, str) and r.error:
         print(f"  error: {r.error}")
+    _print_counts(r)
     print(f"  results: {store.dir}/summary.csv (cell {r.cell_id}, run {r.run_id})")
+
+
+def _print_counts(r) -> None:
+    """The node layout and message counts of the record (harness/counting.py), if any."""
+    import json
+
+    try:
+        rec = json.loads(r["record"]) if isinstance(r["record"], str) else {}
+    except ValueError:
+        return
+    if "inter_msgs" in rec:
+        print(f"  layout {rec.get('layout')}: {rec.get('n_nodes')} node(s) x ppn {rec.get('ppn')}; "
+              f"messages per call, most of one rank: inter-node {rec['inter_msgs']} "
+              f"({rec['inter_bytes']} B), intra-node {rec['intra_msgs']} ({rec['intra_bytes']} B)")
 
 
 def cmd_algorithms(args, parser) -> int:
@@ -368,6 +392,93 @@ def cmd_fit(args, parser) -> int:
     return 0
 
 
+MAXRATE_OPTIONS = (("alpha_l", "--alpha-l", "s", "intra-node latency"),
+                   ("beta_l", "--beta-l", "s/B", "intra-node cost per byte"),
+                   ("alpha", "--alpha", "s", "inter-node latency"),
+                   ("R_b", "--rb", "B/s", "inter-process bandwidth (1/beta)"),
+                   ("R_N", "--rn", "B/s", "injection bandwidth of a node"),
+                   ("gamma", "--gamma", "s/B", "reduction cost per byte"))
+
+
+def cmd_model_maxrate(args, parser) -> int:
+    """``harness model rd|smp|nap``: the max-rate model (harness/maxrate.py) for one case."""
+    from . import maxrate
+
+    params = maxrate.MaxRateParams.defaults()
+    source = "defaults (illustrative)"
+    if args.params:
+        try:
+            params = maxrate.MaxRateParams.from_dict(results.read_json(args.params))
+        except (OSError, ValueError) as exc:
+            parser.error(f"argument --params: cannot use {args.params!r}: {exc}")
+        source = args.params
+    given = {}
+    for key, flag, *_ in MAXRATE_OPTIONS:
+        value = getattr(args, key)
+        if value is None:
+            continue
+        try:
+            params = maxrate.MaxRateParams.from_dict({key: value}, base=params)
+        except ValueError as exc:
+            parser.error(f"argument {flag}: {exc}")
+        given[key] = value
+    if given:
+        source += " + " + ", ".join(given)
+    if (args.procs is None) == (args.nodes is None):
+        parser.error("give exactly one of --procs and --nodes")
+    if args.nodes is None:
+        if args.procs % args.ppn:
+            parser.error(f"argument --procs: P={args.procs} is not a multiple of --ppn {args.ppn}")
+        nodes = args.procs // args.ppn
+    else:
+        nodes = args.nodes
+    if args.model == "nap" and args.ppn < 2 and nodes > 1:
+        parser.error(f"argument --ppn: NAP needs ppn >= 2 (log_ppn n is undefined), got {args.ppn}")
+    eq = {"rd": 4, "smp": 5, "nap": 6}
+    c = maxrate.cost(args.model, nodes, args.ppn, args.size, params, args.steps)
+    inter = "(alpha + s/R_b)" if args.model == "smp" else "(alpha + ppn s/min(R_N, ppn R_b))"
+    print(f"{args.model.upper()} max-rate model (Bienz et al., eq. {eq[args.model]}): "
+          f"P={nodes * args.ppn} = {nodes} node(s) x {args.ppn}, s={format_size(args.size)}, "
+          f"steps: {args.steps}")
+    print(f"  intra-node  {c.intra_steps:.4g} x (alpha_l + beta_l s) = {format_time(c.intra)}")
+    print(f"  inter-node  {c.inter_steps:.4g} x {inter} = {format_time(c.inter)}")
+    print(f"  reduction   {c.compute_steps:.4g} x gamma s = {format_time(c.compute)}")
+    print(f"  predicted   {format_time(c.total)}")
+    others = []
+    for name in maxrate.ALGORITHMS:
+        if name == "nap" and args.ppn < 2 and nodes > 1:
+            continue
+        others.append(f"{name.upper()} {format_time(maxrate.cost(name, nodes, args.ppn, args.size, params, args.steps).total)}")
+    print("  all three:  " + ", ".join(others))
+    print("  parameters: " + ", ".join(f"{key}={getattr(params, key):g} {unit}"
+                                       for key, _, unit, _ in MAXRATE_OPTIONS) + f" ({source})")
+    return 0
+
+
+def _add_maxrate(msub) -> None:
+    names = {"rd": "recursive doubling (eq. 4)", "smp": "SMP, master per node (eq. 5)",
+             "nap": "node-aware parallel NAP (eq. 6)"}
+    for name, what in names.items():
+        q = msub.add_parser(name, help=f"max-rate model of {what} (Bienz et al.)",
+                            description=f"Predicted cost of {what} with the max-rate model "
+                                        "(harness/maxrate.py); every parameter can be set.",
+                            formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        q.add_argument("--procs", "-n", type=_int_at_least(1), default=None,
+                       help="processes P (or give --nodes)")
+        q.add_argument("--nodes", type=_int_at_least(1), default=None, help="nodes n")
+        q.add_argument("--ppn", type=_int_at_least(1), required=True, help="processes per node")
+        q.add_argument("--size", type=_typed(parse_size, "size"), required=True,
+                       help="bytes per process, e.g. 8B, 2KiB")
+        q.add_argument("--steps", choices=("paper", "ceil"), default="paper",
+                       help="real-valued logarithms as printed, or whole steps")
+        q.add_argument("--params", default=None,
+                       help="JSON file with any of alpha_l, beta_l, alpha, R_b, R_N, gamma")
+        for key, flag, unit, text in MAXRATE_OPTIONS:
+            q.add_argument(flag, dest=key, type=_typed(float, "number"), default=None,
+                           help=f"{text} ({unit}); default from --params or the defaults")
+        q.set_defaults(func=cmd_model_maxrate)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="harness", description="Allreduce experiment harness: measure and "
                      "compare MPI allreduce algorithms across libraries, P, sizes and delays.")
@@ -385,7 +496,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=_typed(parse_time, "time"), default=None,
                    help="wall-time limit; past it the run is killed and recorded as timeout")
     p.set_defaults(func=cmd_exec)
-    p = sub.add_parser("model", help="cost models: the grid and combination SUARA2 would choose")
+    p = sub.add_parser("model", help="cost models: SUARA2's choice; max-rate RD, SMP, NAP")
     msub = p.add_subparsers(dest="model", required=True, parser_class=_Parser)
     q = msub.add_parser("suara2", help="SUARA2 selection (Algorithm 2) for P and a message size",
                         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -411,6 +522,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="gamma in s/B (default: measured here with a local reduction)")
     p.add_argument("--output", "-o", default=None, help="output JSON (default results/<campaign>/model_params.json)")
     p.set_defaults(func=cmd_fit)
+    _add_maxrate(msub)
     p = sub.add_parser("algorithms", help="list every library's forcible algorithms")
     p.set_defaults(func=cmd_algorithms)
     p = sub.add_parser("install", help="install the MPI libraries' wheels under .mpi/ (idempotent)")

@@ -1,6 +1,6 @@
 """Correctness check of every ``classic`` allreduce algorithm, run under mpiexec:
 
-    mpiexec -n P python tests/mpi_check_algorithms.py
+    mpiexec -n P python tests/mpi_check_algorithms.py [FAMILY [MAX_NODES MAX_PPN]]
 
 For every algorithm (segmented_ring also with small segment sizes, so that it really runs
 several phases at these counts), dtype, op (sum, prod, max, min and a user-defined
@@ -8,6 +8,10 @@ commutative elementwise max) and count (0, 1, P-1, P+1, 7, 1000, 4099) it calls 
 algorithm twice in a row with the same context (the second call reuses the scratch buffers;
 one context per algorithm variant is shared by all dtypes and counts, so a changed count or
 dtype must get fresh buffers), and compares both results with ``harness.verify.expected``.
+Family ``node-aware`` (NAP, SMP) instead runs every emulated layout of 1..MAX_NODES nodes x
+1..MAX_PPN processes per node that fits in P (one value per process; up to 8 processes also
+counts 0, 7 and 1000 and a second call reusing the context: the schedule depends on the
+layout only, the count changes no partner), then the real layout.
 Prints ``OK <checks>`` on rank 0, or exits non-zero with a message naming
 algorithm/dtype/op/count/P.
 """
@@ -45,6 +49,34 @@ def _user_max(inbuf, inoutbuf, datatype):
     np.maximum(a, b, out=b)
 
 
+def node_aware(comm, ops) -> tuple[list, int]:
+    """Family ``node-aware``: every emulated layout of n nodes x ppn processes that fits in the
+    launch (n = 1..MAX_NODES, ppn = 1..MAX_PPN from argv[2:4]), each on a communicator of the
+    first n*ppn ranks, then the real layout on every rank."""
+    max_nodes = int(sys.argv[2]) if len(sys.argv) > 2 else 9
+    max_ppn = int(sys.argv[3]) if len(sys.argv) > 3 else 4
+    names = sorted(n for n, a in REGISTRY.items() if a.family == FAMILY)
+    failures, checks = [], 0
+    for ppn in range(1, max_ppn + 1):
+        for nodes in range(1, max_nodes + 1):
+            procs = nodes * ppn
+            if procs > comm.Get_size():
+                continue
+            sub = comm.Split(0 if comm.Get_rank() < procs else MPI.UNDEFINED, comm.Get_rank())
+            if sub != MPI.COMM_NULL:
+                cases = [(n, {"layout": "emulated", "ppn": ppn}) for n in names]
+                # one value per process and a few; the long vector only on small layouts (it
+                # changes no partner, only the time of the check)
+                small = procs <= 8
+                f, c = check(sub, cases, ops, (0, 1, 7, 1000) if small else (1,),
+                             calls=(1, 2) if small else (1,))
+                failures += f
+                checks += c
+                sub.Free()
+    f, c = check(comm, [(n, {"layout": "real"}) for n in names], ops, (1, 7))
+    return failures + f, checks + c
+
+
 def main() -> int:
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
@@ -65,6 +97,28 @@ def main() -> int:
         cases += [("suara_l", {"grid": "x".join(map(str, t)),
                                "subs_each": "ring,native,recursive_doubling"}) for t in trip]
         cases += [("suara_l", {"grid": "auto", "levels": 2}), ("suara_l", {"grid": "auto", "levels": 4})]
+    if FAMILY == "node-aware":
+        failures, checks = node_aware(comm, ops)
+    else:
+        failures, checks = check(comm, cases, ops, counts)
+    user_op.Free()
+    everyone = comm.gather(failures, root=0)
+    total = comm.reduce(checks, op=MPI.SUM, root=0)
+    if rank == 0:
+        flat = [f for fs in everyone for f in fs]
+        if flat:
+            shown = "\n".join(flat[:20])
+            print(f"FAILED {len(flat)} of {total} checks at P={size}:\n{shown}",
+                  file=sys.stderr, flush=True)
+            return 1
+        print(f"OK {total}", flush=True)
+    return 0
+
+
+def check(comm, cases, ops, counts, calls=(1, 2)) -> tuple[list, int]:
+    """Run every (algorithm, params) case on ``comm`` for every dtype, op and count, ``calls``
+    times with the same context; returns (failure messages of this rank, checks made)."""
+    rank, size = comm.Get_rank(), comm.Get_size()
     failures, checks = [], 0
     for name, params in cases:
         fn = REGISTRY[name].fn
@@ -79,7 +133,7 @@ def main() -> int:
                     recv = verify.aligned_empty(count, dtype)
                     label = (f"algorithm={name} params={params} dtype={dtype} op={opname} "
                              f"count={count} P={size}")
-                    for call in (1, 2):
+                    for call in calls:
                         recv.fill(verify.sentinel(dtype))
                         try:
                             fn(comm, send, recv, ops[opname], ctx)
@@ -96,18 +150,7 @@ def main() -> int:
                                 f"got {recv[bad[0]]}, want {want[bad[0]]}")
                         if not np.array_equal(send, keep):
                             failures.append(f"rank {rank}: {label} call {call}: sendbuf modified")
-    user_op.Free()
-    everyone = comm.gather(failures, root=0)
-    total = comm.reduce(checks, op=MPI.SUM, root=0)
-    if rank == 0:
-        flat = [f for fs in everyone for f in fs]
-        if flat:
-            shown = "\n".join(flat[:20])
-            print(f"FAILED {len(flat)} of {total} checks at P={size}:\n{shown}",
-                  file=sys.stderr, flush=True)
-            return 1
-        print(f"OK {total}", flush=True)
-    return 0
+    return failures, checks
 
 
 if __name__ == "__main__":

@@ -2,14 +2,22 @@
 
 from harness.report.suara import OUTPUT_FIGURES as SUARA_FIGURES, OUTPUT_TABLES as SUARA_TABLES
 
-localrules: report, report_suara
+localrules: report, report_suara, report_node_aware
+
+# AUTO vs BEST needs native cells: only libraries that have some get its figure
+NATIVE_LIBRARIES = sorted({r.library for r in CAMPAIGN.runs.values()
+                           if any(c.algorithm.startswith("native:") for c in r.cells)})
+# RD vs SMP vs NAP (Bienz et al., Figs. 12-15) when the campaign runs NAP or SMP
+NODE_AWARE = any(c.algorithm in ("nap", "smp") for r in CAMPAIGN.runs.values() for c in r.cells)
+# SUARA tables and figures (Nuriyev et al., Figs. 7-8) when the campaign runs SUARA2
+SUARA = any(c.algorithm == "suara2" for r in CAMPAIGN.runs.values() for c in r.cells)
 
 rule report:
     input:
         RES + "/summary.csv",
     output:
         expand(RES + "/tables/auto_vs_best.{ext}", ext=["md", "tex", "csv"]),
-        expand(FIG + "/auto_vs_best_{library}.{ext}", library=CAMPAIGN.libraries,
+        expand(FIG + "/auto_vs_best_{library}.{ext}", library=NATIVE_LIBRARIES,
                ext=["png", "pdf"]),
     run:
         from harness.report.figures import make_all
@@ -27,3 +35,17 @@ rule report_suara:
         from harness.report.suara import make_suara
 
         make_suara(input[0], RES + "/tables", FIG)
+
+
+rule report_node_aware:
+    input:
+        RES + "/summary.csv",
+    output:
+        expand(RES + "/tables/node_aware_{name}.{ext}", name=["counts", "times"],
+               ext=["md", "tex", "csv"]),
+        expand(FIG + "/node_aware_{name}.{ext}", name=["vs_procs", "vs_size", "model"],
+               ext=["png", "pdf"]),
+    run:
+        from harness.report.node_aware import make_all
+
+        make_all(input[0], RES + "/tables", FIG)

@@ -1,0 +1,391 @@
+"""Node-aware allreduce algorithms (family ``node-aware``): NAP and SMP (Bienz, Olson and
+Gropp, "Node-aware improvements to allreduce", ``/work/shared/papers/node-aware-allreduce-bienz.md``).
+
+Both read the node layout from the cell's parameters (``harness.layout``: ``layout: real``,
+the default, or ``layout: emulated`` with ``ppn``) and build their whole communication
+schedule once, in ``prepare`` (outside timing): every message of a call is then a
+point-to-point message on the cell's communicator between ranks known in advance. The
+recursive-doubling baseline of the paper is the harness's ``recursive_doubling``
+(``harness/algorithms/p2p.py``).
+
+**SMP** (Sect. II-A, Fig. 4): a binomial-tree reduce of every node's ranks to the node's first
+rank (its master), recursive doubling among the masters (Open MPI's fold-in for a node count
+that is not a power of two), and a binomial-tree broadcast from the master inside the node.
+Works for any layout, also nodes of unequal size.
+
+**NAP** (Sect. III, Algorithm 1): an intra-node allreduce, then ``ceil(log_ppn n)`` inter-node
+steps over n nodes of ppn processes, each followed by an intra-node allreduce. For n a power
+of ppn, at step i nodes form groups of ``ppn^(i+1)`` consecutive nodes, each made of ppn
+subgroups of ``ppn^i`` nodes that already hold the same partial result. The process with local rank r on the node at
+position ``pos`` of subgroup s exchanges its data with the process with local rank s on the
+node at position ``pos`` of subgroup r; the process with r = s sits idle in the exchange and
+contributes its own subgroup's data. The intra-node allreduce then combines the ppn
+subgroups' data, so every node holds its group's reduction. Node counts that are not a power
+of ppn (Sect. III-A) are grouped from the top (``nap_groups``): the n nodes are cut into
+``ceil(n / ppn^(k-1))`` runs of consecutive nodes of nearly equal size, each run the same way,
+down to single nodes (k = ceil(log_ppn n) steps, as for the next power of ppn). For n a power
+of ppn this is exactly Algorithm 1's grouping. Then:
+
+- *Fig. 8*, a group has fewer than ppn subgroups (e.g. 12 nodes x 4: the first step is the
+  regular one, the second has 3 subgroups): processes whose local rank names no subgroup sit
+  idle during the exchange and take no part in the intra-node allreduce that follows; they
+  receive its result from a participating process on their node.
+- *Fig. 9*, the subgroups of a group differ in size (e.g. 10 nodes x 4: first-step groups of
+  4, 3 and 3 nodes, "groups of nearly equal size"): a node at a position that a smaller
+  subgroup t lacks has no partner for its process with local rank t. That process instead
+  receives t's data from an idle process of a node of t (local rank t, or a local rank that
+  names no subgroup), one-way: t's nodes get everything from their regular exchanges. This
+  is the paper's example (P14 receives data from P34, which is exactly what 10 nodes x 4
+  gives) and Fig. 9's caption ("otherwise receives data from the corresponding idle
+  process"); the text's wording, extra nodes "send data to the idle process", would move
+  data the idle process already has. The nodes lacking a partner are dealt round-robin over
+  t's idle processes. Because the runs are balanced, no rank sends more than
+  ``ceil(log_ppn n)`` inter-node messages per call for any n <= 64 and ppn <= 8 (checked by
+  ``tests/test_node_aware.py``; cutting fixed blocks of ``ppn^i`` nodes with one short block
+  at the end instead made one idle process feed up to 15 nodes, e.g. 17 nodes x 2).
+
+Choices where the paper is silent:
+
+- the intra-node allreduces (``MPI_Allreduce`` on ``local_comm`` in Algorithm 1) are the
+  harness's recursive doubling over the node's ranks, as in the authors' code, so that every
+  message is a counted point-to-point message;
+- the reductions never combine a node's data twice (Algorithm 1 read literally reduces the
+  received data into ``data`` and then allreduces ``data`` over the node, which counts the
+  node's own contribution ppn times for a sum): each process contributes exactly one
+  subgroup's data to the intra-node allreduce, so every op works, not just idempotent ones;
+- ppn = 1 leaves no idle process to pair with a second node: NAP is then recursive doubling
+  between the nodes (``log2 n`` steps), recorded as ``nap_fallback``;
+- NAP needs the same number of processes on every node (it addresses ranks as node x local
+  rank); a real layout with unequal nodes is an error naming the node sizes.
+
+Scratch buffers are allocated in ``prepare``; a call allocates nothing and every message uses
+the buffer interface.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import layout as _layout
+from ..verify import aligned_empty
+from . import register
+
+FAMILY = "node-aware"
+
+TAG_NAP_LOCAL, TAG_NAP_EXCHANGE, TAG_NAP_FEED, TAG_NAP_SPREAD = 2101, 2102, 2103, 2104
+TAG_SMP_REDUCE, TAG_SMP_MASTERS, TAG_SMP_BCAST = 2201, 2202, 2203
+
+# operations of a schedule on the pair (buf, tmp): (kind, peer, tag)
+SEND, RECV, RECV_REDUCE, EXCHANGE = 0, 1, 2, 3
+
+
+# ---------------------------------------------------------------------------------------------
+# schedules (pure functions of the layout: no MPI)
+
+def rd_ops(members, idx: int, tag: int) -> list:
+    """Recursive doubling among ``members`` (ranks), seen from ``members[idx]``, with Open MPI's
+    fold-in for a count that is not a power of two (``p2p.recursive_doubling``): the result
+    ends in ``buf`` on every member."""
+    m = len(members)
+    ops: list = []
+    if m <= 1 or idx < 0:
+        return ops
+    adj = 1 << (m.bit_length() - 1)
+    extra = m - adj
+    if idx < 2 * extra:
+        if idx % 2 == 0:
+            ops.append((SEND, members[idx + 1], tag))
+            newidx = -1
+        else:
+            ops.append((RECV_REDUCE, members[idx - 1], tag))
+            newidx = idx >> 1
+    else:
+        newidx = idx - extra
+    if newidx >= 0:
+        d = 1
+        while d < adj:
+            nr = newidx ^ d
+            ops.append((EXCHANGE, members[nr * 2 + 1 if nr < extra else nr + extra], tag))
+            d <<= 1
+    if idx < 2 * extra:
+        ops.append((RECV, members[idx + 1], tag) if idx % 2 == 0 else (SEND, members[idx - 1], tag))
+    return ops
+
+
+def binomial_reduce_ops(members, idx: int, tag: int) -> list:
+    """Binomial-tree reduce of ``members`` to ``members[0]`` (result in its ``buf``)."""
+    ops: list = []
+    mask = 1
+    while mask < len(members):
+        if idx & mask:
+            ops.append((SEND, members[idx - mask], tag))
+            break
+        if idx + mask < len(members):
+            ops.append((RECV_REDUCE, members[idx + mask], tag))
+        mask <<= 1
+    return ops
+
+
+def binomial_bcast_ops(members, idx: int, tag: int) -> list:
+    """Binomial-tree broadcast of ``members[0]``'s ``buf`` (MPICH's order)."""
+    m, ops = len(members), []
+    mask = 1
+    while mask < m:
+        if idx & mask:
+            ops.append((RECV, members[idx - mask], tag))
+            break
+        mask <<= 1
+    mask >>= 1
+    while mask > 0:
+        if idx + mask < m:
+            ops.append((SEND, members[idx + mask], tag))
+        mask >>= 1
+    return ops
+
+
+def smp_schedule(lay: _layout.Layout, rank: int) -> list:
+    """SMP's operations for ``rank``: reduce to the node master, recursive doubling among the
+    masters, broadcast inside the node."""
+    node = lay.nodes[lay.node_of[rank]]
+    idx = node.index(rank)
+    masters = [n[0] for n in lay.nodes]
+    ops = binomial_reduce_ops(node, idx, TAG_SMP_REDUCE)
+    if idx == 0:
+        ops += rd_ops(masters, masters.index(rank), TAG_SMP_MASTERS)
+    return ops + binomial_bcast_ops(node, idx, TAG_SMP_BCAST)
+
+
+def nap_steps(n: int, ppn: int) -> int:
+    """Inter-node steps of NAP over ``n`` nodes: ceil(log_ppn n) (0 for one node)."""
+    if ppn < 2:
+        raise ValueError(f"NAP needs ppn >= 2 for its inter-node steps, got ppn={ppn}")
+    steps, span = 0, 1
+    while span < n:
+        span *= ppn
+        steps += 1
+    return steps
+
+
+def _split_even(start: int, count: int, parts: int) -> list[tuple[int, int]]:
+    """``count`` consecutive items from ``start`` in ``parts`` runs of nearly equal length
+    (the first ``count % parts`` one longer): a list of (start, length)."""
+    base, extra = divmod(count, parts)
+    out, at = [], start
+    for j in range(parts):
+        length = base + (1 if j < extra else 0)
+        out.append((at, length))
+        at += length
+    return out
+
+
+def nap_groups(n: int, ppn: int) -> list[list[list[tuple[int, int]]]]:
+    """The groups of every inter-node step of NAP over ``n`` nodes: ``groups[i]`` lists the
+    groups of step i, each as its subgroups, each a run (first node, node count).
+
+    Built from the top: the ``n`` nodes form one group of the last step, cut into
+    ``ceil(n / ppn^(k-1))`` runs of nearly equal size (k = ceil(log_ppn n)); each run is a
+    group of the step before, cut the same way, down to single nodes. For n a power of ppn
+    this is Algorithm 1's grouping (ppn equal subgroups of consecutive nodes at every step);
+    for n divisible by ppn the first step is the regular one and the last has fewer
+    subgroups (Fig. 8); otherwise the first step's groups have nearly equal sizes (Fig. 9).
+    Keeping the runs balanced bounds how many nodes lack a partner in a smaller subgroup."""
+    k = nap_steps(n, ppn)
+    groups: list[list] = [[] for _ in range(k)]
+
+    def cut(start: int, count: int, level: int) -> None:  # level: steps left, >= 1
+        if count <= 1 or level == 0:
+            return
+        nsub = -(-count // ppn ** (level - 1))
+        subs = _split_even(start, count, nsub)
+        if nsub > 1:
+            groups[level - 1].append(subs)
+        for s_start, s_len in subs:
+            cut(s_start, s_len, level - 1)
+
+    cut(0, n, k)
+    return groups
+
+
+def nap_step_pattern(n: int, ppn: int, step: int):
+    """Who does what in inter-node step ``step`` of NAP over ``n`` nodes of ``ppn`` processes,
+    in (node, local rank) pairs. Returns (roles, feeds) where ``roles[(node, r)]`` is
+    ``("exchange", (node', r'))``, ``("receive", (node', r'))``, ``("own", None)`` or
+    ``("none", None)`` for every process of a node whose group has work in this step, and
+    ``feeds[(node, r)]`` lists the (node', r') it sends its data to."""
+    roles, feeds = {}, {}
+    for subs in nap_groups(n, ppn)[step]:
+        nsub = len(subs)
+        for s, (s_start, s_len) in enumerate(subs):
+            for pos in range(s_len):
+                m = s_start + pos
+                for r in range(ppn):
+                    if r >= nsub:
+                        roles[(m, r)] = ("none", None)
+                    elif r == s:
+                        roles[(m, r)] = ("own", None)
+                    elif pos < subs[r][1]:
+                        roles[(m, r)] = ("exchange", (subs[r][0] + pos, s))
+        # Fig. 9: a node at a position subgroup t lacks gets t's data from t's idle processes
+        for t, (t_start, t_len) in enumerate(subs):
+            extras = [s_start + pos for s, (s_start, s_len) in enumerate(subs) if s != t
+                      for pos in range(t_len, s_len)]
+            feeders = [(t_start + q, lr) for lr in [t, *range(nsub, ppn)] for q in range(t_len)]
+            for j, x in enumerate(extras):
+                src = feeders[j % len(feeders)]
+                roles[(x, t)] = ("receive", src)
+                feeds.setdefault(src, []).append((x, t))
+    return roles, feeds
+
+
+def nap_schedule(lay: _layout.Layout, rank: int) -> dict:
+    """NAP's plan for ``rank``: the first intra-node allreduce and, per inter-node step, the
+    role (exchange / receive / own / none) with its peer, the ranks it feeds, and the
+    intra-node allreduce among the node's participating ranks plus the hand-over of its
+    result to the others."""
+    ppn = lay.ppn
+    if ppn is None:
+        raise _layout.LayoutError(
+            "nap: every node needs the same number of processes, got nodes of "
+            + ", ".join(str(len(n)) for n in lay.nodes) + " processes")
+    n = lay.n_nodes
+    node_id = lay.node_of[rank]
+    node = lay.nodes[node_id]
+    r = node.index(rank)
+    plan = {"first": rd_ops(node, r, TAG_NAP_LOCAL), "steps": [], "fallback": None}
+    if ppn == 1:
+        everyone = [nd[0] for nd in lay.nodes]
+        plan["first"] = rd_ops(everyone, everyone.index(rank), TAG_NAP_EXCHANGE)
+        plan["fallback"] = "ppn=1: recursive doubling between the nodes"
+        plan["n_steps"] = (n - 1).bit_length()
+        return plan
+    plan["n_steps"] = nap_steps(n, ppn)
+    world = lambda pair: lay.nodes[pair[0]][pair[1]]  # noqa: E731
+    for step in range(plan["n_steps"]):
+        roles, feeds = nap_step_pattern(n, ppn, step)
+        if (node_id, r) not in roles:  # the node's group has a single subgroup: nothing to do
+            continue
+        role, peer = roles[(node_id, r)]
+        nsub = sum(1 for j in range(ppn) if roles[(node_id, j)][0] != "none")
+        members = list(node[:nsub])
+        if r < nsub:
+            local = rd_ops(members, r, TAG_NAP_LOCAL)
+            local += [(SEND, node[j], TAG_NAP_SPREAD) for j in range(nsub, ppn) if j % nsub == r]
+        else:
+            local = [(RECV, node[r % nsub], TAG_NAP_SPREAD)]
+        plan["steps"].append({
+            "role": role,
+            "peer": world(peer) if peer is not None else None,
+            "feeds": [world(x) for x in feeds.get((node_id, r), [])],
+            "local": local,
+        })
+    return plan
+
+
+# ---------------------------------------------------------------------------------------------
+# execution
+
+def _run(comm, ops, buf, tmp, op) -> None:
+    for kind, peer, tag in ops:
+        if kind == EXCHANGE:
+            comm.Sendrecv(buf, peer, tag, tmp, peer, tag)
+            op.Reduce_local(tmp, buf)
+        elif kind == RECV_REDUCE:
+            comm.Recv(tmp, peer, tag)
+            op.Reduce_local(tmp, buf)
+        elif kind == SEND:
+            comm.Send(buf, peer, tag)
+        else:
+            comm.Recv(buf, peer, tag)
+
+
+def _buffers(ctx, key, recvbuf):
+    bufs = ctx.scratch.get(key)
+    if bufs is None:
+        bufs = ctx.scratch[key] = (aligned_empty(recvbuf.size, recvbuf.dtype.str),
+                                   aligned_empty(recvbuf.size, recvbuf.dtype.str))
+    return bufs
+
+
+def _layout_for(comm, ctx) -> _layout.Layout:
+    key = ("layout", comm.py2f(), str(ctx.params.get("layout", "real")), str(ctx.params.get("ppn")))
+    lay = ctx.scratch.get(key)
+    if lay is None:
+        lay = ctx.scratch[key] = _layout.resolve(comm, ctx.params)
+    return lay
+
+
+def _record(ctx, lay, **extra) -> None:
+    ctx.scratch["record"] = {**lay.describe(), **extra}
+
+
+def prepare_nap(comm, sendbuf, recvbuf, op, ctx):
+    """Layout, schedule and scratch of NAP, made once per communicator and buffer shape."""
+    key = ("nap", comm.py2f(), recvbuf.size, recvbuf.dtype.str)
+    plan = ctx.scratch.get(key)
+    if plan is None:
+        lay = _layout_for(comm, ctx)
+        sched = nap_schedule(lay, comm.Get_rank())
+        plan = ctx.scratch[key] = (sched, *_buffers(ctx, ("nap.buf", key), recvbuf))
+        _record(ctx, lay, inter_steps=sched["n_steps"],
+                **({"nap_fallback": sched["fallback"]} if sched["fallback"] else {}))
+    return plan
+
+
+def prepare_smp(comm, sendbuf, recvbuf, op, ctx):
+    """Layout, schedule and scratch of SMP, made once per communicator and buffer shape."""
+    key = ("smp", comm.py2f(), recvbuf.size, recvbuf.dtype.str)
+    plan = ctx.scratch.get(key)
+    if plan is None:
+        lay = _layout_for(comm, ctx)
+        ops = smp_schedule(lay, comm.Get_rank())
+        plan = ctx.scratch[key] = (ops, *_buffers(ctx, ("smp.buf", key), recvbuf))
+        _record(ctx, lay, inter_steps=(lay.n_nodes - 1).bit_length())
+    return plan
+
+
+@register("nap", family=FAMILY,
+          description="node-aware parallel allreduce (NAP): ceil(log_ppn n) inter-node steps, "
+                      "intra-node allreduces between them (params layout, ppn)")
+def nap(comm, sendbuf, recvbuf, op, ctx):
+    """NAP allreduce (Bienz et al., Algorithm 1, with Sect. III-A's non-power-of-ppn cases);
+    see the module docstring."""
+    if recvbuf.size == 0:
+        return
+    sched, inbuf, tmp = prepare_nap(comm, sendbuf, recvbuf, op, ctx)
+    np.copyto(recvbuf, sendbuf)
+    _run(comm, sched["first"], recvbuf, tmp, op)
+    for st in sched["steps"]:
+        reqs = [comm.Isend(recvbuf, dest, TAG_NAP_FEED) for dest in st["feeds"]]
+        role = st["role"]
+        acc = recvbuf
+        if role == "exchange":
+            comm.Sendrecv(recvbuf, st["peer"], TAG_NAP_EXCHANGE, inbuf, st["peer"], TAG_NAP_EXCHANGE)
+            acc = inbuf
+        elif role == "receive":
+            comm.Recv(inbuf, st["peer"], TAG_NAP_FEED)
+            acc = inbuf
+        for req in reqs:
+            req.Wait()
+        _run(comm, st["local"], acc, tmp, op)
+        if acc is not recvbuf:
+            np.copyto(recvbuf, acc)
+
+
+nap.prepare = prepare_nap
+nap.node_aware = True  # counted even without a layout parameter (harness.counting)
+
+
+@register("smp", family=FAMILY,
+          description="SMP allreduce: reduce to a master per node, recursive doubling among "
+                      "masters, broadcast in the node (params layout, ppn)")
+def smp(comm, sendbuf, recvbuf, op, ctx):
+    """SMP allreduce (Bienz et al., Sect. II-A, Fig. 4); see the module docstring."""
+    if recvbuf.size == 0:
+        return
+    ops, _, tmp = prepare_smp(comm, sendbuf, recvbuf, op, ctx)
+    np.copyto(recvbuf, sendbuf)
+    _run(comm, ops, recvbuf, tmp, op)
+
+
+smp.prepare = prepare_smp
+smp.node_aware = True
