@@ -159,3 +159,22 @@ def test_pap_family_is_registered():
     for name in pap:
         fn = REGISTRY[name].fn
         assert fn.uses_arrival and callable(fn.prepare) and REGISTRY[name].description
+
+
+@pytest.mark.parametrize("value, where", [("psychic", "params.knowledge"),
+                                          (["oracle", "x"], "params.knowledge[1]")])
+def test_config_rejects_an_unknown_knowledge(value, where):
+    import yaml
+
+    from harness import config
+    from harness.paths import REPO_ROOT
+
+    doc = yaml.safe_load((REPO_ROOT / "config" / "experiments.yaml").read_text())
+    doc["experiments"]["pap"]["params"]["knowledge"] = value
+    with pytest.raises(config.ConfigError) as info:
+        config.validate(doc)
+    bad = value if isinstance(value, str) else value[1]
+    assert f"experiments.pap.{where}: {bad!r} is not one of none, oracle, online" in str(info.value)
+    doc["experiments"]["pap"]["params"]["knowledge"] = ["oracle", "online"]
+    doc["experiments"]["pap"]["algorithms"] = ["slt", "prr"]
+    assert config.validate(doc)
