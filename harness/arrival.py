@@ -13,8 +13,9 @@ Cell parameters (``params:`` in the config, ``--param`` on the command line):
 - ``knowledge``: what an algorithm that reads arrival times (``fn.uses_arrival``, SLT and
   PRR) is handed in ``ctx.scratch["arrival"]`` before each call, outside the timed region:
 
-  * ``oracle`` (default for those algorithms): the arrivals the harness planned, start of
-    the compute phase + base + the injected delays, exact and identical on every rank;
+  * ``oracle`` (default for those algorithms): the arrivals the harness planned, base + the
+    injected delays, exact and bit-identical on every rank (recorded as start of the
+    compute phase + base + delay, on the clock of the measured arrivals);
   * ``online``: the paper's scheme. A monitor thread per rank (``Monitor``) is told when the
     compute phase begins and, by ``edge(f)``, how far it has got; it estimates its rank's
     arrival as ``begin + (t_edge - begin) / f`` and exchanges the estimates with every rank

@@ -116,16 +116,20 @@ class _Cell:
         if monitor is not None:
             monitor.edge(pap.edge)
         wait_until(begin + wait, self.clock)
+        given = None
         if pap.knowledge == "oracle":
-            self.arrival = begin + self.base + np.asarray(delays, dtype=float)
+            # the algorithm gets a vector that is bit-identical on every rank; the record
+            # puts it on the clock of the measured arrivals
+            given = self.base + np.asarray(delays, dtype=float)
+            self.arrival = begin + given
         elif monitor is not None:
-            self.arrival = monitor.estimates()
+            given = self.arrival = monitor.estimates()  # the same Allgather result everywhere
         else:
             self.arrival = None
-        if self.arrival is None:
+        if given is None:
             self.ctx.scratch.pop("arrival", None)
         else:
-            self.ctx.scratch["arrival"] = self.arrival
+            self.ctx.scratch["arrival"] = given
         return 0.0 if on_time or self.sync != "window" else 1.0
 
     def repetition(self, delays) -> np.ndarray:
