@@ -100,7 +100,8 @@ class _Cell:
     def _pap_compute(self, delays, wait) -> float:
         """The PAP compute phase after the barriers: compute ``wait`` seconds from a common
         start (window) or from now (barrier), calling edge() at its fraction; then hand the
-        algorithm the arrival times (``ctx.scratch["arrival"]``, common clock). Returns 1.0
+        algorithm the arrival times (``ctx.scratch["arrival"]``; ``self.arrival`` keeps them
+        on the common clock for the record). Returns 1.0
         if this rank got the window's start time too late (already past its edge)."""
         pap, monitor = self.pap, self.monitor
         if self.sync == "window":
