@@ -158,7 +158,8 @@ def test_pap_family_is_registered():
     assert pap == {"prr", "slt"}
     for name in pap:
         fn = REGISTRY[name].fn
-        assert fn.uses_arrival and callable(fn.prepare) and REGISTRY[name].description
+        assert fn.uses_arrival and REGISTRY[name].description
+    assert callable(REGISTRY["prr"].fn.prepare) and not hasattr(REGISTRY["slt"].fn, "prepare")
 
 
 @pytest.mark.parametrize("value, where", [("psychic", "params.knowledge"),

@@ -320,8 +320,7 @@ def _prr_steps(arrival, size, tau, rank):
     return order[(me - 1) % size], order[(me + 1) % size], red, ovr
 
 
-slt.prepare = prepare
-prr.prepare = prepare
+prr.prepare = prepare  # SLT needs no tau
 # the bench hands these algorithms the ranks' arrival times (ctx.scratch["arrival"])
 slt.uses_arrival = True
 prr.uses_arrival = True
