@@ -26,6 +26,7 @@ import math
 import sys
 from pathlib import Path
 
+import matplotlib.ticker
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
@@ -292,6 +293,9 @@ def _color(label: str) -> str:
     return COLORS.get(label) or style.color(label)
 
 
+_PLAIN = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
+
+
 def _series(ax, g: pd.DataFrame, x: str, xscale=lambda v: v):
     for label in label_order(g["label"]):
         s = g[g["label"] == label].sort_values(x)
@@ -303,6 +307,7 @@ def _series(ax, g: pd.DataFrame, x: str, xscale=lambda v: v):
         ax.errorbar(xs, y, yerr=err, color=_color(label), marker=style.marker(base), ms=3.5,
                     lw=1.1, capsize=2, elinewidth=0.8,
                     linestyle="--" if "(" in label else "-", label=label)
+    ax.set_ylim(bottom=0)
 
 
 def _panel_grid(rows, cols, title):
@@ -373,6 +378,9 @@ def fig10(df: pd.DataFrame, path_without_ext) -> list[Path]:
             delays = sorted(g["max_delay"].unique())
             if len(delays) > 2 and delays[-1] / max(delays[1], 1e-9) > 20:
                 ax.set_xscale("symlog", linthresh=max(delays[1], 1e-6) * 1e3)
+                ax.set_xticks([m * 1e3 for m in delays])
+                ax.xaxis.set_major_formatter(_PLAIN)
+                ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     _legend(fig, axes)
     return style.save(fig, path_without_ext)
 
