@@ -32,3 +32,4 @@ rule all:
         rules.report.output,
         rules.report_suara.output if SUARA else [],
         rules.report_node_aware.output if NODE_AWARE else [],
+        rules.report_pap.output if HAS_PAP else [],

@@ -23,6 +23,7 @@ import numpy as np
 
 from . import __version__, results, stats, verify
 from .algorithms import Context, load_plugin, resolve
+from .arrival import Monitor, pap_phase
 from .delays import compute_phase, delay_vector, wait_until
 from .libraries import get_library
 from .plan import Cell
@@ -77,10 +78,60 @@ class _Cell:
         self.offset = (time.time() - self.epoch) - self.wtime()
         hosts = comm.allgather(MPI.Get_processor_name())
         self.common_clock = bool(comm.Get_attr(MPI.WTIME_IS_GLOBAL)) or len(set(hosts)) == 1
+        # the PAP benchmark's compute phase and arrival knowledge (harness.arrival); None for
+        # every other cell, which is then measured exactly as without it
+        self.pap = pap_phase(self.ctx.params, cell.max_delay, self.base,
+                             bool(getattr(self.fn, "uses_arrival", False)), cell.algorithm)
+        self.monitor, self.arrival = None, None
+        if self.pap is not None:
+            self.base = self.pap.base
+            if self.pap.knowledge == "online":
+                self.monitor = Monitor(comm, self.clock)
         self.t0 = self.wtime()
 
     def clock(self) -> float:
         return time.time() - self.epoch
+
+    def close(self) -> None:
+        """End the cell's arrival monitor, if any (collective)."""
+        if self.monitor is not None:
+            self.monitor.close()
+
+    def _pap_compute(self, delays, wait) -> float:
+        """The PAP compute phase after the barriers: compute ``wait`` seconds from a common
+        start (window) or from now (barrier), calling edge() at its fraction; then hand the
+        algorithm the arrival times (``ctx.scratch["arrival"]``; ``self.arrival`` keeps them
+        on the common clock for the record). Returns 1.0
+        if this rank got the window's start time too late (already past its edge)."""
+        pap, monitor = self.pap, self.monitor
+        if self.sync == "window":
+            if self.rank == 0:
+                self.start_at[0] = self.clock() + self.window
+            self.comm.Bcast(self.start_at, root=0)
+            begin = float(self.start_at[0])
+        else:
+            begin = self.clock()
+        if monitor is not None:
+            monitor.begin(begin)
+        on_time = wait_until(begin + pap.edge * wait, self.clock)
+        if monitor is not None:
+            monitor.edge(pap.edge)
+        wait_until(begin + wait, self.clock)
+        given = None
+        if pap.knowledge == "oracle":
+            # the algorithm gets a vector that is bit-identical on every rank; the record
+            # puts it on the clock of the measured arrivals
+            given = self.base + np.asarray(delays, dtype=float)
+            self.arrival = begin + given
+        elif monitor is not None:
+            given = self.arrival = monitor.estimates()  # the same Allgather result everywhere
+        else:
+            self.arrival = None
+        if given is None:
+            self.ctx.scratch.pop("arrival", None)
+        else:
+            self.ctx.scratch["arrival"] = given
+        return 0.0 if on_time or self.sync != "window" else 1.0
 
     def repetition(self, delays) -> np.ndarray:
         comm, rank, recv, fn, wtime = self.comm, self.rank, self.recv, self.fn, self.wtime
@@ -90,7 +141,9 @@ class _Cell:
         recv.fill(self.bad)
         comm.Barrier()
         comm.Barrier()
-        if self.sync == "window":
+        if self.pap is not None:
+            late_start = self._pap_compute(delays, wait)
+        elif self.sync == "window":
             if rank == 0:
                 self.start_at[0] = self.clock() + self.window
             comm.Bcast(self.start_at, root=0)
@@ -154,6 +207,7 @@ def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None):
 
     series = {k: [] for k in METRICS}
     arrivals, finishes, delays_all, late_starts = [], [], [], []
+    estimates, errors = [], []
     rep = 0
     while not status:
         delays = delay_vector(cell.delay, cell.max_delay, procs, cell.late_rank, seed, rep)
@@ -169,10 +223,15 @@ def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None):
         finishes.append(f_all.tolist())
         delays_all.append(delays.tolist())
         late_starts.append(int(every[:, 5].sum()))
+        if m.pap is not None and m.arrival is not None:  # what the algorithm was told, and its error
+            estimates.append(m.arrival.tolist())
+            errors.append((m.arrival - a_all).tolist())
         status, error = verdict(every, rep)
         if not status:
             status = stats.decide(series[metric], rule, float(every[:, 3].max()))
 
+    if m.pap is not None:
+        _record_knowledge(m, errors)
     record = m.ctx.scratch.get("record")
     if status in ("ok", "not-converged"):  # node layout + message counts: one untimed call
         from .counting import record_counts
@@ -198,7 +257,26 @@ def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None):
             "delay": delays_all,
             "late_starts": late_starts,  # ranks that got the window's start time too late
         }
+        if estimates:  # PAP cells: the arrival times handed to the algorithm, minus the measured
+            raw.update(arrival_estimate=estimates, estimate_error=errors)
     return entry, raw
+
+
+def _record_knowledge(m: _Cell, errors: list) -> None:
+    """Close the cell's monitor and add the PAP compute phase and the arrival-estimation error
+    (estimate - measured arrival, all ranks and repetitions, milliseconds) to the record."""
+    waited = m.comm.allreduce(m.monitor.waited if m.monitor else 0)
+    m.close()
+    pap = m.pap
+    rec = m.ctx.scratch.setdefault("record", {})
+    rec.update(knowledge=pap.knowledge, base_compute=pap.base, edge=pap.edge)
+    if m.monitor is not None:
+        rec["estimates_late"] = int(waited)  # rank-repetitions that waited for the exchange
+    if errors:
+        e = np.abs(np.asarray(errors)) * 1e3
+        rec.update(estimate_error_ms_median=float(np.median(e)),
+                   estimate_error_ms_p95=float(np.percentile(e, 95)),
+                   estimate_error_ms_max=float(e.max()))
 
 
 def _provenance(comm, spec: dict) -> dict:

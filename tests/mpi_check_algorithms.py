@@ -2,6 +2,11 @@
 
     mpiexec -n P python tests/mpi_check_algorithms.py [FAMILY [MAX_NODES MAX_PPN]]
 
+Family ``pap`` (``... mpi_check_algorithms.py pap``): SLT and PRR, each under the arrival
+times of every delay mode (none, one-late, rand-late, linear-skew and a reversed skew, max
+10 ms) handed over as ``ctx.scratch["arrival"]``, PRR with tau measured and with tau = 1 ms
+(so the skewed patterns give several pre-steps).
+
 For every algorithm (segmented_ring also with small segment sizes, so that it really runs
 several phases at these counts), dtype, op (sum, prod, max, min and a user-defined
 commutative elementwise max) and count (0, 1, P-1, P+1, 7, 1000, 4099) it calls the
@@ -29,6 +34,7 @@ from mpi4py.util.dtlib import to_numpy_dtype
 
 from harness import verify
 from harness.algorithms import REGISTRY, Context
+from harness.delays import DELAY_MODES, delay_vector
 
 FAMILY = sys.argv[1] if len(sys.argv) > 1 else "classic"
 DTYPES = ("float32", "float64", "int32", "int64")
@@ -38,7 +44,18 @@ OPS = ("sum", "prod", "max", "min", "user_max")
 # Open MPI does, 257.5 floats rounded down)
 VARIANTS = {"segmented_ring": [{"segment_size": 256}, {"segment_size": 1030}],
             # SUARA2 with every grid of P (added in main) and mixed sub-allreduces
-            "suara2": [{"grid": "auto", "row": "rabenseifner", "col": "native"}]}
+            "suara2": [{"grid": "auto", "row": "rabenseifner", "col": "native"}],
+            "prr": [{"tau": 0.001}]}
+
+
+def _arrivals(name: str, size: int):
+    """(label, arrival times) the algorithm is checked under: one pattern per delay mode for
+    the ``pap`` family (they read ``ctx.scratch["arrival"]``), else just no arrival times."""
+    if not getattr(REGISTRY[name].fn, "uses_arrival", False):
+        return [("-", None)]
+    out = [(mode, delay_vector(mode, 0.01, size, min(1, size - 1), 7, 0)) for mode in DELAY_MODES]
+    out.append(("reverse-skew", delay_vector("linear-skew", 0.01, size, 0, 7, 0)[::-1].copy()))
+    return out
 
 
 def _user_max(inbuf, inoutbuf, datatype):
@@ -122,34 +139,37 @@ def check(comm, cases, ops, counts, calls=(1, 2)) -> tuple[list, int]:
     failures, checks = [], 0
     for name, params in cases:
         fn = REGISTRY[name].fn
-        ctx = Context(params=dict(params))
-        for dtype in DTYPES:
-            for opname in OPS:
-                data_op = "max" if opname == "user_max" else opname
-                for count in counts:
-                    send = verify.contribution(rank, count, dtype, data_op)
-                    keep = send.copy()
-                    want = verify.expected(size, count, dtype, data_op)
-                    recv = verify.aligned_empty(count, dtype)
-                    label = (f"algorithm={name} params={params} dtype={dtype} op={opname} "
-                             f"count={count} P={size}")
-                    for call in calls:
-                        recv.fill(verify.sentinel(dtype))
-                        try:
-                            fn(comm, send, recv, ops[opname], ctx)
-                        except Exception as exc:  # noqa: BLE001  (abort: a hang elsewhere is worse)
-                            print(f"rank {rank}: {label} call {call} raised "
-                                  f"{type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-                            comm.Abort(2)
-                        checks += 1
-                        if not np.array_equal(recv, want):
-                            bad = np.flatnonzero(recv != want)
-                            failures.append(
-                                f"rank {rank}: {label} call {call}: wrong result at "
-                                f"{bad.size} of {count} elements, first index {bad[0]}: "
-                                f"got {recv[bad[0]]}, want {want[bad[0]]}")
-                        if not np.array_equal(send, keep):
-                            failures.append(f"rank {rank}: {label} call {call}: sendbuf modified")
+        for arrival_label, arrival in _arrivals(name, size):
+            ctx = Context(params=dict(params))
+            if arrival is not None:
+                ctx.scratch["arrival"] = arrival
+            for dtype in DTYPES:
+                for opname in OPS:
+                    data_op = "max" if opname == "user_max" else opname
+                    for count in counts:
+                        send = verify.contribution(rank, count, dtype, data_op)
+                        keep = send.copy()
+                        want = verify.expected(size, count, dtype, data_op)
+                        recv = verify.aligned_empty(count, dtype)
+                        label = (f"algorithm={name} params={params} arrival={arrival_label} "
+                                 f"dtype={dtype} op={opname} count={count} P={size}")
+                        for call in calls:
+                            recv.fill(verify.sentinel(dtype))
+                            try:
+                                fn(comm, send, recv, ops[opname], ctx)
+                            except Exception as exc:  # noqa: BLE001  (abort: a hang elsewhere is worse)
+                                print(f"rank {rank}: {label} call {call} raised "
+                                      f"{type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+                                comm.Abort(2)
+                            checks += 1
+                            if not np.array_equal(recv, want):
+                                bad = np.flatnonzero(recv != want)
+                                failures.append(
+                                    f"rank {rank}: {label} call {call}: wrong result at "
+                                    f"{bad.size} of {count} elements, first index {bad[0]}: "
+                                    f"got {recv[bad[0]]}, want {want[bad[0]]}")
+                            if not np.array_equal(send, keep):
+                                failures.append(f"rank {rank}: {label} call {call}: sendbuf modified")
     return failures, checks
 
 

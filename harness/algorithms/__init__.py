@@ -87,3 +87,4 @@ def resolve(name: str) -> Callable:
 from . import p2p  # noqa: E402,F401  (registers the classic algorithms)
 from . import suara  # noqa: E402,F401  (registers SUARA2)
 from . import node_aware  # noqa: E402,F401  (registers NAP and SMP)
+from . import pap  # noqa: E402,F401  (registers SLT and PRR)

@@ -2,7 +2,7 @@
 
 from harness.report.suara import OUTPUT_FIGURES as SUARA_FIGURES, OUTPUT_TABLES as SUARA_TABLES
 
-localrules: report, report_suara, report_node_aware
+localrules: report, report_suara, report_node_aware, report_pap
 
 # AUTO vs BEST needs native cells: only libraries that have some get its figure
 NATIVE_LIBRARIES = sorted({r.library for r in CAMPAIGN.runs.values()
@@ -11,6 +11,8 @@ NATIVE_LIBRARIES = sorted({r.library for r in CAMPAIGN.runs.values()
 NODE_AWARE = any(c.algorithm in ("nap", "smp") for r in CAMPAIGN.runs.values() for c in r.cells)
 # SUARA tables and figures (Nuriyev et al., Figs. 7-8) when the campaign runs SUARA2
 SUARA = any(c.algorithm == "suara2" for r in CAMPAIGN.runs.values() for c in r.cells)
+# PAP Tables 3-4 and Figs. 10-12 when some cell runs the PAP benchmark's compute phase
+HAS_PAP = any("compute" in dict(c.params) for r in CAMPAIGN.runs.values() for c in r.cells)
 
 rule report:
     input:
@@ -49,3 +51,17 @@ rule report_node_aware:
         from harness.report.node_aware import make_all
 
         make_all(input[0], RES + "/tables", FIG)
+
+
+# The PAP paper's Tables 3-4 and Figs. 10-12 (harness/report/pap.py), when the campaign has
+# PAP cells (a `compute` parameter); `rule all` asks for them only then.
+rule report_pap:
+    input:
+        RES + "/summary.csv",
+    output:
+        expand(RES + "/tables/pap_table{n}.{ext}", n=[3, 4], ext=["md", "tex", "csv"]),
+        expand(FIG + "/pap_fig{n}.{ext}", n=[10, 11, 12], ext=["png", "pdf"]),
+    run:
+        from harness.report.pap import make_pap
+
+        make_pap(input[0], RES + "/tables", FIG)

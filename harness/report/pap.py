@@ -1,0 +1,466 @@
+"""The PAP paper's tables and figures (Proficz 2018, Tables 3-4, Figs. 10-12), from a
+campaign's ``summary.csv`` alone.
+
+PAP cells are the rows whose ``params`` carry ``compute`` (the benchmark's compute phase,
+``harness.arrival``); the ring among them is the reference. An algorithm's label is its name,
+with the arrival knowledge in brackets when it is not the default oracle (``prr (online)``).
+The max-delay-0 column is the delay-mode ``none`` cell, shared by every delay mode. Only
+cells with a time (status ok / not-converged) are used; ``†`` marks not converged ones.
+
+- ``table3(d)``: per library, P, dtype, op, size and delay mode: mean elapsed time per
+  algorithm and max delay, speedup = ring / algorithm; ``better`` when faster than the ring
+  (bold in the paper-style renderings).
+- ``table4(d)``: per library, P, dtype, op, delay mode and PRR variant: per size and max
+  delay, the difference PRR - ring in ms and the speedup.
+- ``write_tables(d, tables_dir)``: ``pap_table3`` and ``pap_table4`` as ``.md``, ``.tex``
+  (booktabs, one table per block) and ``.csv`` (the tidy numbers, times in seconds).
+- ``fig10``/``fig11``/``fig12``: mean elapsed vs max delay, vs size, vs P, 95% CI bars.
+- ``make_pap(summary_csv, tables_dir, figures_dir)``: all of them; the CLI is
+  ``python -m harness.report.pap SUMMARY_CSV TABLES_DIR FIGURES_DIR``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import matplotlib.ticker
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from ..results import atomic_write_text
+from . import style, tables
+
+REFERENCE = "ring"
+ORDER = ["ring", "rabenseifner", "slt", "prr"]
+USES_ARRIVAL = {"slt", "prr"}
+COLORS = {"ring": "#a50f15", "rabenseifner": "#08519c", "slt": "#7570b3", "prr": "#1b9e77",
+          "slt (online)": "#b07aa1", "prr (online)": "#66a61e", "slt (none)": "#9e9ac8",
+          "prr (none)": "#a1d99b"}
+GROUP = ["library", "library_version", "procs", "dtype", "op"]
+
+
+# ------------------------------------------------------------------------------------- data
+
+def _params(text) -> dict:
+    try:
+        value = json.loads(text) if isinstance(text, str) else {}
+    except ValueError:
+        value = {}
+    return value if isinstance(value, dict) else {}
+
+
+def pap_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The PAP cells of a summary with a time, with ``label``, ``knowledge`` and ``mode``
+    (the delay mode; ``none`` rows are the max delay 0 of every mode)."""
+    d = tables.prepare(df)
+    params = d["params"].map(_params)
+    d = d[params.map(lambda p: "compute" in p) & tables.timed_mask(d)].copy()
+    params = d["params"].map(_params)
+    default = d["algorithm"].map(lambda a: "oracle" if a in USES_ARRIVAL else "")
+    d["knowledge"] = [p.get("knowledge", k) for p, k in zip(params, default)]
+    d["label"] = [a if k in ("", "oracle") else f"{a} ({k})"
+                  for a, k in zip(d["algorithm"], d["knowledge"])]
+    d.loc[d["delay"] == "none", "max_delay"] = 0.0
+    return d.reset_index(drop=True)
+
+
+def label_order(labels) -> list[str]:
+    def key(label):
+        base = label.split(" (")[0]
+        return (ORDER.index(base) if base in ORDER else len(ORDER), base, label)
+    return sorted(set(labels), key=key)
+
+
+def _modes(d: pd.DataFrame) -> list[str]:
+    modes = sorted(set(d["delay"]) - {"none"})
+    return modes or ["none"]
+
+
+def _by_mode(d: pd.DataFrame):
+    """(mode, rows of that mode plus the shared delay-none rows)."""
+    for mode in _modes(d):
+        yield mode, d[d["delay"].isin([mode, "none"])]
+
+
+def table3(df: pd.DataFrame) -> pd.DataFrame:
+    """Tidy Table 3: one row per block x algorithm x max delay (see the module doc)."""
+    d = pap_rows(df)
+    rows = []
+    for key, g in d.groupby(GROUP + ["size"], sort=True):
+        for mode, gm in _by_mode(g):
+            ref = gm[gm["label"] == REFERENCE].set_index("max_delay")["mean"]
+            for r in gm.itertuples(index=False):
+                ring = float(ref.get(r.max_delay, math.nan))
+                rows.append({**dict(zip(GROUP + ["size"], key)), "mode": mode,
+                             "label": r.label, "algorithm": r.algorithm,
+                             "knowledge": r.knowledge, "max_delay": float(r.max_delay),
+                             "mean": r.mean, "ci_low": r.ci_low, "ci_high": r.ci_high,
+                             "n": r.n, "status": r.status, "ring_mean": ring,
+                             "speedup": ring / r.mean if ring == ring else math.nan,
+                             "better": bool(r.label != REFERENCE and r.mean < ring)})
+    return pd.DataFrame(rows)
+
+
+def table4(df: pd.DataFrame, algorithm: str = "prr") -> pd.DataFrame:
+    """Tidy Table 4: ``algorithm`` (each knowledge variant) vs the ring per block, size and
+    max delay: ``diff`` = mean - ring mean (seconds), ``speedup`` = ring / mean."""
+    t3 = table3(df)
+    if t3.empty:
+        return pd.DataFrame()
+    t = t3[t3["algorithm"] == algorithm].copy()
+    t["diff"] = t["mean"] - t["ring_mean"]
+    return t[GROUP + ["mode", "label", "size", "max_delay", "mean", "ring_mean", "diff",
+                      "speedup", "better", "status"]].reset_index(drop=True)
+
+
+# ------------------------------------------------------------------------------- rendering
+
+def _ms(seconds: float) -> str:
+    v = seconds * 1e3
+    return f"{v:.1f}" if abs(v) >= 1 else f"{v:.3f}"
+
+
+def _delay_header(max_delay: float) -> str:
+    return "0" if max_delay == 0 else f"{max_delay * 1e3:g}"
+
+
+def _block_title(key: dict, extra: str) -> str:
+    lib = style.library_label(key["library"], key["library_version"])
+    return (f"{lib}, P = {int(key['procs'])}, {key['dtype']} {key['op']}, {extra}")
+
+
+def _blocks3(t3: pd.DataFrame):
+    keys = GROUP + ["size", "mode"]
+    for key, g in t3.groupby(keys, sort=True):
+        key = dict(zip(keys, key))
+        delays = sorted(g["max_delay"].unique())
+        body = []
+        for label in label_order(g["label"]):
+            cells = {r.max_delay: r for r in g[g["label"] == label].itertuples(index=False)}
+            times, speed = [], []
+            for md in delays:
+                r = cells.get(md)
+                if r is None:
+                    times.append(("", False, False))
+                    speed.append(("", False, False))
+                    continue
+                nc = r.status == "not-converged"
+                times.append((_ms(r.mean), r.better, nc))
+                speed.append((f"{r.speedup:.2f}" if r.speedup == r.speedup else "n/a", r.better, False))
+            body.append((label, times, speed))
+        title = _block_title(key, f"{tables.format_size(key['size'])}, {key['mode']}")
+        yield title, delays, body
+
+
+def _blocks4(t4: pd.DataFrame):
+    keys = GROUP + ["label"]
+    for key, g in t4.groupby(keys, sort=True):
+        key = dict(zip(keys, key))
+        delays = sorted(g["max_delay"].unique())
+        sections = []
+        for mode in sorted(g["mode"].unique()):
+            gm = g[g["mode"] == mode]
+            body = []
+            for size in sorted(gm["size"].unique()):
+                cells = {r.max_delay: r for r in gm[gm["size"] == size].itertuples(index=False)}
+                diff, speed = [], []
+                for md in delays:
+                    r = cells.get(md)
+                    if r is None or r.diff != r.diff:
+                        diff.append(("", False, False))
+                        speed.append(("", False, False))
+                        continue
+                    diff.append((f"{r.diff * 1e3:+.1f}".replace("-", "−"), r.better, False))
+                    speed.append((f"{r.speedup:.2f}", r.better, False))
+                body.append((tables.format_size(size), diff, speed))
+            sections.append((mode, body))
+        title = _block_title(key, f"{key['label']} vs ring")
+        yield title, delays, sections
+
+
+def _md_cell(text, bold, dagger):
+    text = text + (" †" if dagger and text else "")
+    return f"**{text}**" if bold and text else text
+
+
+NOTE3 = ("Each entry: the average elapsed time in ms (mean over repetitions of the mean over "
+         "ranks) and, below, the speedup over the ring (ring / algorithm). Bold: faster than "
+         "the ring. Max delay in ms (0: no delay). † not converged to the requested precision.")
+NOTE4 = ("Each entry: the difference of the average elapsed times in ms (algorithm − ring) "
+         "and, below, the speedup (ring / algorithm). Bold: faster than the ring. Max delay in "
+         "ms.")
+
+
+def table3_markdown(t3: pd.DataFrame) -> str:
+    out = ["# PAP Table 3: algorithms × max delay", "", NOTE3, ""]
+    for title, delays, body in _blocks3(t3):
+        out += [f"**{title}**", "",
+                "| Algorithm ↓ / Max delay → | " + " | ".join(_delay_header(m) for m in delays) + " |",
+                "|:---|" + "---:|" * len(delays)]
+        for label, times, speed in body:
+            out.append(f"| {label} | " + " | ".join(_md_cell(*c) for c in times) + " |")
+            out.append("|  | " + " | ".join(_md_cell(*c) for c in speed) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
+def table4_markdown(t4: pd.DataFrame) -> str:
+    out = ["# PAP Table 4: size × max delay, vs the ring", "", NOTE4, ""]
+    for title, delays, sections in _blocks4(t4):
+        out += [f"**{title}**", "",
+                "| Size ↓ / Max delay → | " + " | ".join(_delay_header(m) for m in delays) + " |",
+                "|:---|" + "---:|" * len(delays)]
+        for mode, body in sections:
+            out.append(f"| *{mode}* |" + " |" * len(delays))
+            for size, diff, speed in body:
+                out.append(f"| {size} | " + " | ".join(_md_cell(*c) for c in diff) + " |")
+                out.append("|  | " + " | ".join(_md_cell(*c) for c in speed) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
+def _tex_cell(text, bold, dagger):
+    t = tables.tex_escape(text.replace("−", "-"))
+    if dagger and t:
+        t += r"$^\dagger$"
+    return rf"\textbf{{{t}}}" if bold and t else t
+
+
+def _tex_table(title, delays, head, rows, note, label) -> list[str]:
+    ncol = len(delays)
+    out = [r"\begin{table}[t]", r"\centering", r"\small",
+           rf"\caption{{{tables.tex_escape(title)}. {tables.tex_escape(note)}}}",
+           rf"\label{{{label}}}", rf"\begin{{tabular}}{{l{'r' * ncol}}}", r"\toprule",
+           rf"{tables.tex_escape(head)} & \multicolumn{{{ncol}}}{{c}}{{Max delay (ms)}} \\",
+           rf"\cmidrule(l){{2-{ncol + 1}}}",
+           " & " + " & ".join(_delay_header(m) for m in delays) + r" \\", r"\midrule"]
+    out += rows
+    out += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
+    return out
+
+
+def table3_latex(t3: pd.DataFrame) -> str:
+    out = ["% PAP Table 3 (needs \\usepackage{booktabs})", ""]
+    for i, (title, delays, body) in enumerate(_blocks3(t3)):
+        rows = []
+        for j, (label, times, speed) in enumerate(body):
+            if j:
+                rows.append(r"\addlinespace")
+            rows.append(tables.tex_escape(label) + " & " + " & ".join(_tex_cell(*c) for c in times) + r" \\")
+            rows.append(" & " + " & ".join(_tex_cell(*c) for c in speed) + r" \\")
+        out += _tex_table(title, delays, "Algorithm", rows, NOTE3, f"tab:pap-table3-{i + 1}")
+    return "\n".join(out)
+
+
+def table4_latex(t4: pd.DataFrame) -> str:
+    out = ["% PAP Table 4 (needs \\usepackage{booktabs})", ""]
+    for i, (title, delays, sections) in enumerate(_blocks4(t4)):
+        rows = []
+        for k, (mode, body) in enumerate(sections):
+            if k:
+                rows.append(r"\midrule")
+            rows.append(rf"\multicolumn{{{len(delays) + 1}}}{{l}}{{\emph{{{tables.tex_escape(mode)}}}}} \\")
+            for size, diff, speed in body:
+                rows.append(tables.tex_escape(size) + " & " + " & ".join(_tex_cell(*c) for c in diff) + r" \\")
+                rows.append(" & " + " & ".join(_tex_cell(*c) for c in speed) + r" \\")
+        out += _tex_table(title, delays, "Size", rows, NOTE4, f"tab:pap-table4-{i + 1}")
+    return "\n".join(out)
+
+
+def write_tables(df: pd.DataFrame, tables_dir) -> list[Path]:
+    """``pap_table3.{md,tex,csv}`` and ``pap_table4.{md,tex,csv}`` in ``tables_dir``."""
+    base = Path(tables_dir)
+    t3, t4 = table3(df), table4(df)
+    written = []
+    for name, t, md, tex in (("pap_table3", t3, table3_markdown, table3_latex),
+                             ("pap_table4", t4, table4_markdown, table4_latex)):
+        for ext, text in (("md", md(t) if len(t) else "No PAP cells with a time.\n"),
+                          ("tex", tex(t) if len(t) else "% no PAP cells with a time\n"),
+                          ("csv", t.to_csv(index=False))):
+            path = base / f"{name}.{ext}"
+            atomic_write_text(path, text)
+            written.append(path)
+    return written
+
+
+# ---------------------------------------------------------------------------------- figures
+
+def _color(label: str) -> str:
+    return COLORS.get(label) or style.color(label)
+
+
+_PLAIN = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
+
+
+def _series(ax, g: pd.DataFrame, x: str, xscale=lambda v: v):
+    for label in label_order(g["label"]):
+        s = g[g["label"] == label].sort_values(x)
+        xs = xscale(s[x].to_numpy(float))
+        y = s["mean"].to_numpy(float) * 1e3
+        err = np.vstack([y - s["ci_low"].to_numpy(float) * 1e3, s["ci_high"].to_numpy(float) * 1e3 - y])
+        err = np.clip(np.nan_to_num(err, nan=0.0), 0, None)
+        base = label.split(" (")[0]
+        ax.errorbar(xs, y, yerr=err, color=_color(label), marker=style.marker(base), ms=3.5,
+                    lw=1.1, capsize=2, elinewidth=0.8,
+                    linestyle="--" if "(" in label else "-", label=label)
+    ax.set_ylim(bottom=0)
+
+
+def _panel_grid(rows, cols, title):
+    style.setup()
+    fig = Figure(figsize=(max(4.0, 3.0 * len(cols) + 0.6), 2.6 * len(rows) + 0.9),
+                 layout="constrained")
+    axes = fig.subplots(len(rows), len(cols), squeeze=False)
+    fig.suptitle(title)
+    return fig, axes
+
+
+def _legend(fig, axes):
+    handles, labels = {}, []
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in handles:
+                handles[lab] = h
+                labels.append(lab)
+    labels = label_order(labels)
+    if labels:
+        fig.legend([handles[lab] for lab in labels], labels, loc="outside lower center",
+                   ncol=min(len(labels), 5))
+
+
+def _blank(ax, text="no PAP cells"):
+    ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", color="0.4")
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def _context(d: pd.DataFrame) -> str:
+    parts = []
+    for (lib, ver), _ in d.groupby(["library", "library_version"]):
+        parts.append(style.library_label(lib, ver))
+    procs = sorted(d["procs"].unique())
+    return ", ".join(parts) + (f", P = {', '.join(str(int(p)) for p in procs)}" if procs else "")
+
+
+def _with_setup_label(d: pd.DataFrame) -> pd.DataFrame:
+    """Several libraries or P in one figure: the setup goes into the line label."""
+    d = d.copy()
+    if d["library"].nunique() > 1:
+        d["label"] = d["label"] + " · " + d["library"].map(style.library_title)
+    return d
+
+
+def fig10(df: pd.DataFrame, path_without_ext) -> list[Path]:
+    """Mean elapsed time vs max delay (Fig. 10): rows = delay modes, columns = sizes, one
+    line per algorithm (per P when several)."""
+    d = _with_setup_label(pap_rows(df))
+    modes, sizes = _modes(d) if len(d) else ["none"], sorted(d["size"].unique()) or [0]
+    fig, axes = _panel_grid(modes, sizes, "Average elapsed time vs max delay (PAP Fig. 10)"
+                            + (f" — {_context(d)}" if len(d) else ""))
+    for i, (mode, gm) in enumerate(_by_mode(d) if len(d) else [("none", d)]):
+        for j, size in enumerate(sizes):
+            ax = axes[i, j]
+            g = gm[gm["size"] == size]
+            if g.empty:
+                _blank(ax)
+                continue
+            for p, gp in g.groupby("procs"):
+                if g["procs"].nunique() > 1:
+                    gp = gp.assign(label=gp["label"] + f" P={int(p)}")
+                _series(ax, gp, "max_delay", lambda v: v * 1e3)
+            ax.set_title(f"{tables.format_size(size)}, {mode}")
+            ax.set_xlabel("Max delay (ms)")
+            ax.set_ylabel("Average elapsed (ms)")
+            delays = sorted(g["max_delay"].unique())
+            if len(delays) > 2 and delays[-1] / max(delays[1], 1e-9) > 20:
+                ax.set_xscale("symlog", linthresh=max(delays[1], 1e-6) * 1e3)
+                ax.set_xticks([m * 1e3 for m in delays])
+                ax.xaxis.set_major_formatter(_PLAIN)
+                ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    _legend(fig, axes)
+    return style.save(fig, path_without_ext)
+
+
+def fig11(df: pd.DataFrame, path_without_ext) -> list[Path]:
+    """Mean elapsed time vs size (Fig. 11): rows = delay modes, columns = max delays."""
+    d = _with_setup_label(pap_rows(df))
+    modes = _modes(d) if len(d) else ["none"]
+    delays = sorted(d["max_delay"].unique()) or [0.0]
+    fig, axes = _panel_grid(modes, delays, "Average elapsed time vs size (PAP Fig. 11)"
+                            + (f" — {_context(d)}" if len(d) else ""))
+    for i, (mode, gm) in enumerate(_by_mode(d) if len(d) else [("none", d)]):
+        for j, md in enumerate(delays):
+            ax = axes[i, j]
+            g = gm[gm["max_delay"] == md]
+            if g.empty:
+                _blank(ax)
+                continue
+            for p, gp in g.groupby("procs"):
+                if g["procs"].nunique() > 1:
+                    gp = gp.assign(label=gp["label"] + f" P={int(p)}")
+                _series(ax, gp, "size")
+            ax.set_xscale("log", base=2)
+            sizes = sorted(g["size"].unique())
+            ax.set_xticks(sizes)
+            ax.set_xticklabels([tables.format_size(s) for s in sizes])
+            ax.set_title(f"{mode}, max delay {_delay_header(md)} ms")
+            ax.set_xlabel("Message size per rank")
+            ax.set_ylabel("Average elapsed (ms)")
+    _legend(fig, axes)
+    return style.save(fig, path_without_ext)
+
+
+def fig12(df: pd.DataFrame, path_without_ext) -> list[Path]:
+    """Mean elapsed time vs P (Fig. 12) at the largest max delay: rows = delay modes,
+    columns = sizes."""
+    d = _with_setup_label(pap_rows(df))
+    modes, sizes = _modes(d) if len(d) else ["none"], sorted(d["size"].unique()) or [0]
+    top = float(d["max_delay"].max()) if len(d) else 0.0
+    fig, axes = _panel_grid(modes, sizes, f"Average elapsed time vs P at max delay "
+                            f"{_delay_header(top)} ms (PAP Fig. 12)")
+    for i, (mode, gm) in enumerate(_by_mode(d) if len(d) else [("none", d)]):
+        for j, size in enumerate(sizes):
+            ax = axes[i, j]
+            g = gm[(gm["size"] == size) & (gm["max_delay"] == (top if mode != "none" else 0.0))]
+            if g.empty:
+                _blank(ax)
+                continue
+            _series(ax, g, "procs")
+            ps = sorted(g["procs"].unique())
+            ax.set_xticks(ps)
+            ax.set_xticklabels([str(int(p)) for p in ps])
+            if len(ps) == 1:
+                ax.set_xlim(ps[0] - 1, ps[0] + 1)
+            ax.set_title(f"{tables.format_size(size)}, {mode}")
+            ax.set_xlabel("Processes P")
+            ax.set_ylabel("Average elapsed (ms)")
+    _legend(fig, axes)
+    return style.save(fig, path_without_ext)
+
+
+def make_pap(summary_csv, tables_dir, figures_dir) -> list[Path]:
+    """Tables 3-4 and Figs. 10-12 of the campaign's PAP cells; returns the written paths."""
+    df = pd.read_csv(summary_csv)
+    written = write_tables(df, tables_dir)
+    for name, fn in (("pap_fig10", fig10), ("pap_fig11", fig11), ("pap_fig12", fig12)):
+        written += fn(df, Path(figures_dir) / name)
+    return written
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 3:
+        print("usage: python -m harness.report.pap SUMMARY_CSV TABLES_DIR FIGURES_DIR",
+              file=sys.stderr)
+        return 2
+    for p in make_pap(*argv):
+        print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
