@@ -111,6 +111,40 @@ def choose(procs: int, nbytes: int, params: dict) -> tuple[int, int, str, str, d
     return pr, pc, str(params.get("row", ar)), str(params.get("col", ac)), info
 
 
+def grid_comms(ctx, comm, dims: tuple) -> tuple[list, float]:
+    """One communicator per dimension of the grid ``dims`` over ``comm`` (ranks in row-major
+    coordinates, the last dimension fastest; communicator l holds the ranks that differ only
+    in coordinate l), and the time the splits took (slowest rank). Made once per (communicator,
+    grid) and kept in ``ctx.scratch``: cells of other sizes and dtypes on the same grid reuse
+    them (MPI has a few thousand communicator ids per process)."""
+    key = ("grid-comms", comm.py2f(), tuple(dims))
+    if key not in ctx.scratch:
+        coords, r = [], comm.Get_rank()
+        for d in reversed(dims):
+            r, c = divmod(r, d)
+            coords.append(c)
+        coords = coords[::-1]
+        comm.Barrier()
+        t0 = time.perf_counter()
+        comms = []
+        for level in range(len(dims)):
+            color = 0
+            for d, c in zip(dims, coords[:level] + [0] + coords[level + 1:]):
+                color = color * d + c
+            comms.append(comm.Split(color, coords[level]))
+        ctx.scratch[key] = (comms, comm.allreduce(time.perf_counter() - t0, op=_max()))
+    return ctx.scratch[key]
+
+
+def _stage(ctx, name: str, comm):
+    """``_sub_algorithm`` once per (sub-communicator, name): Open MPI's forcing duplicates
+    the communicator, which must not happen again for every cell."""
+    key = ("stage", comm.py2f(), name)
+    if key not in ctx.scratch:
+        ctx.scratch[key] = _sub_algorithm(name, comm)
+    return ctx.scratch[key]
+
+
 def prepare(comm, sendbuf, recvbuf, op, ctx):
     """Grid, sub-communicators and the intermediate buffer, made once and kept in ctx."""
     key = ("suara2", comm.py2f(), recvbuf.size, recvbuf.dtype.str)
@@ -119,32 +153,18 @@ def prepare(comm, sendbuf, recvbuf, op, ctx):
         from .. import verify
         from . import Context
 
-        procs, rank = comm.Get_size(), comm.Get_rank()
-        grid_key = ("suara2-grid", comm.py2f(), recvbuf.nbytes)
-        if grid_key not in ctx.scratch:
-            pr, pc, ar, ac, info = choose(procs, recvbuf.nbytes, ctx.params)
-            ctx.scratch[("suara2-model", grid_key)] = info
-            myr, myc = divmod(rank, pc)
-            comm.Barrier()
-            t0 = time.perf_counter()
-            row = comm.Split(myr, myc)  # P_r rows of P_c processes
-            col = comm.Split(myc, myr)  # P_c columns of P_r processes
-            # the split's cost, reported apart from the allreduce (slowest rank)
-            split = comm.allreduce(time.perf_counter() - t0, op=_max())
-            ctx.scratch[("suara2-split", grid_key)] = split
-            ctx.scratch[grid_key] = (pr, pc, ar, ac, row, col)
-        pr, pc, ar, ac, row, col = ctx.scratch[grid_key]
+        pr, pc, ar, ac, info = choose(comm.Get_size(), recvbuf.nbytes, ctx.params)
+        (col, row), split = grid_comms(ctx, comm, (pr, pc))  # rows: P_c processes each
         sub_params = {k: v for k, v in ctx.params.items() if k not in ("grid", "row", "col", "subs")}
-        f_row, row_comm, row_how = _sub_algorithm(ar, row)
-        f_col, col_comm, col_how = _sub_algorithm(ac, col)
+        f_row, row_comm, row_how = _stage(ctx, ar, row)
+        f_col, col_comm, col_how = _stage(ctx, ac, col)
         plan = (row_comm, col_comm, f_row, f_col,
                 Context(params=dict(sub_params)), Context(params=dict(sub_params)),
                 verify.aligned_empty(recvbuf.size, recvbuf.dtype.str))
         ctx.scratch[key] = plan
         ctx.scratch["record"] = {"P_r": pr, "P_c": pc, "row": ar, "col": ac,
                                  "row_forcing": row_how, "col_forcing": col_how,
-                                 "split_seconds": ctx.scratch.get(("suara2-split", grid_key)),
-                                 **ctx.scratch.get(("suara2-model", grid_key), {})}
+                                 "split_seconds": split, **info}
     return plan
 
 
@@ -197,28 +217,13 @@ def prepare_levels(comm, sendbuf, recvbuf, op, ctx):
         from .. import verify
         from . import Context
 
-        procs, rank = comm.Get_size(), comm.Get_rank()
-        dims, names = choose_levels(procs, recvbuf.nbytes, ctx.params)
-        coords, r = [], rank
-        for d in reversed(dims):
-            r, c = divmod(r, d)
-            coords.append(c)
-        coords = coords[::-1]
-        comm.Barrier()
-        t0 = time.perf_counter()
-        comms = []
-        for level in range(len(dims)):
-            others = coords[:level] + [0] + coords[level + 1:]
-            color = 0
-            for d, c in zip(dims, others):
-                color = color * d + c
-            comms.append(comm.Split(color, coords[level]))
-        split = comm.allreduce(time.perf_counter() - t0, op=_max())
+        dims, names = choose_levels(comm.Get_size(), recvbuf.nbytes, ctx.params)
+        comms, split = grid_comms(ctx, comm, dims)
         sub_params = {k: v for k, v in ctx.params.items()
                       if k not in ("grid", "levels", "sub", "subs", "subs_each")}
         stages, how = [], []
         for c, name in zip(comms, names):
-            f, cc, mech = _sub_algorithm(name, c)
+            f, cc, mech = _stage(ctx, name, c)
             stages.append((f, cc, Context(params=dict(sub_params))))
             how.append(mech)
         bufs = (verify.aligned_empty(recvbuf.size, recvbuf.dtype.str),
