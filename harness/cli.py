@@ -518,7 +518,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--library", default="openmpi", choices=["mpich", "openmpi", "impi"])
     p.add_argument("--source", default="native", choices=["native", "harness"],
                    help="fit Open MPI's native algorithms or the harness's own")
-    p.add_argument("--gamma", type=float, default=None,
+    p.add_argument("--gamma", type=_positive_float, default=None,
                    help="gamma in s/B (default: measured here with a local reduction)")
     p.add_argument("--output", "-o", default=None, help="output JSON (default results/<campaign>/model_params.json)")
     p.set_defaults(func=cmd_fit)
