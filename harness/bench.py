@@ -26,7 +26,7 @@ from .algorithms import Context, load_plugin, resolve
 from .arrival import Monitor, pap_phase
 from .delays import compute_phase, delay_vector, wait_until
 from .libraries import get_library
-from .plan import Cell
+from .plan import THREAD_LEVELS, Cell
 
 ENV_PREFIXES = ("OMPI_", "MPIR_CVAR_", "I_MPI_", "SLURM_", "MPI4PY_", "PMI_", "HYDRA_", "HARNESS_")
 METRICS = ("mean", "max", "min", "span")
@@ -287,6 +287,8 @@ def _provenance(comm, spec: dict) -> dict:
     # Slurm nodes can share a host name (several slurmd on one machine), so the node each
     # rank ran on is taken from Slurm when there is one
     node_names = comm.gather(os.environ.get("SLURMD_NODENAME") or MPI.Get_processor_name(), root=0)
+    # the cores of each rank's node, to tell oversubscribed runs (more ranks than cores)
+    cores = comm.gather(os.cpu_count(), root=0)
     if comm.Get_rank() != 0:
         return {}
     script = spec.get("jobscript")
@@ -303,7 +305,10 @@ def _provenance(comm, spec: dict) -> dict:
         "harness": __version__,
         "hosts": hosts,
         "nodes": node_names,
-        "thread_level": MPI.Query_thread(),
+        "thread_level": THREAD_LEVELS[[MPI.THREAD_SINGLE, MPI.THREAD_FUNNELED,
+                                       MPI.THREAD_SERIALIZED, MPI.THREAD_MULTIPLE]
+                                      .index(MPI.Query_thread())],
+        "cores": cores,
         "wtick": MPI.Wtick(),
         "wtime_is_global": bool(comm.Get_attr(MPI.WTIME_IS_GLOBAL)),
         "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
@@ -343,10 +348,28 @@ def _resume(spec: dict, rank: int):
     return doc, raw
 
 
-def run(spec_path: str) -> int:
+def init_mpi(thread_level: str):
+    """Initialise MPI at ``thread_level`` (single, funneled, serialized, multiple): mpi4py
+    would ask for MULTIPLE, which changes some libraries' costs and algorithm rankings.
+    Returns the MPI module; exits 3 when the library provides less than asked."""
+    import mpi4py
+
+    mpi4py.rc.thread_level = thread_level
     from mpi4py import MPI
 
+    levels = [MPI.THREAD_SINGLE, MPI.THREAD_FUNNELED, MPI.THREAD_SERIALIZED, MPI.THREAD_MULTIPLE]
+    wanted = levels[THREAD_LEVELS.index(thread_level)]
+    if MPI.Query_thread() < wanted:
+        if MPI.COMM_WORLD.Get_rank() == 0:
+            print(f"harness.bench: asked for thread level {thread_level}, the library provides "
+                  f"{THREAD_LEVELS[levels.index(MPI.Query_thread())]}", file=sys.stderr)
+        MPI.COMM_WORLD.Abort(3)
+    return MPI
+
+
+def run(spec_path: str) -> int:
     spec = results.read_json(spec_path)
+    MPI = init_mpi(spec.get("thread_level", "single"))
     for plugin in spec.get("plugins", []):
         load_plugin(plugin)
     comm = MPI.COMM_WORLD

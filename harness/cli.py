@@ -91,6 +91,12 @@ def _add_run(sub):
     p.add_argument("--sync", choices=SYNC_MODES, default="auto",
                    help="start of each repetition: two barriers, or a common start time after "
                         "them (window); auto = window when a delay mode is set")
+    p.add_argument("--thread-level", choices=("auto",) + plan.THREAD_LEVELS, default="auto",
+                   help="MPI thread level of the launch (default auto: single, or multiple where "
+                        "the cell needs threads, e.g. knowledge=online)")
+    p.add_argument("--timing", choices=plan.TIMING_MODES, default="percall",
+                   help="percall: each repetition synchronised and timed alone; imb: IMB-MPI1's "
+                        "Allreduce loop (-sync 1), t_avg over ranks")
     p.add_argument("--campaign", default="adhoc", help="results go to results/<campaign>/")
     g = p.add_argument_group("stopping rule")
     g.add_argument("--confidence", type=_probability, default=0.95)
@@ -169,17 +175,21 @@ def cmd_run(args, parser) -> int:
                 emulated(args.procs, ppn)
         except LayoutError as exc:
             err(f"argument --param: {exc}")
+    try:
+        level = plan.resolve_thread_level(args.thread_level, args.algorithm, params)
+    except ValueError as exc:
+        err(f"argument --thread-level: {exc}")
     cell = Cell(library=lib.name, algorithm=args.algorithm, procs=args.procs, size=args.size,
                 dtype=args.dtype, op=args.op, delay=args.delay,
                 max_delay=args.max_delay if args.delay != "none" else 0.0,
                 late_rank=args.late_rank if args.delay == "one-late" else 0,
-                params=tuple(sorted(params.items())))
+                params=tuple(sorted(params.items())), thread_level=level, timing=args.timing)
     try:
         force_env = launch_env(lib, cell.algorithm, cell.params)
     except KeyError as exc:
         err(f"argument --param: {exc.args[0]}")
     run = Run(library=lib.name, env=force_env, procs=args.procs,
-              nodes=1, cells=(cell,))
+              nodes=1, cells=(cell,), thread_level=level)
     settings = {"confidence": rule.confidence, "precision": rule.precision,
                 "min_reps": rule.min_reps, "max_reps": rule.max_reps,
                 "time_budget": rule.time_budget, "warmup": args.warmup,

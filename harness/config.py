@@ -71,6 +71,8 @@ class Experiment:
     max_delays: tuple  # seconds
     late_rank: int
     params: tuple  # sorted (key, value)
+    thread_level: str = "auto"  # auto: the lowest level each cell needs (plan.needed_thread_level)
+    timing: str = "percall"
 
 
 @dataclass(frozen=True)
@@ -143,7 +145,7 @@ def validate(doc, source: str = "config", base: Path | None = None) -> Config:
             name=name, libraries=tuple(e["libraries"]), algorithms=tuple(e["algorithms"]),
             procs=tuple(e["procs"]), nodes=e["nodes"], sizes=sizes, dtypes=tuple(e["dtypes"]),
             ops=tuple(e["ops"]), delays=tuple(e["delays"]), max_delays=max_delays,
-            late_rank=e["late_rank"],
+            late_rank=e["late_rank"], thread_level=e["thread_level"], timing=e["timing"],
             params=tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
                                 for k, v in e["params"].items()))))
     if not experiments:

@@ -28,6 +28,8 @@ class Cell:
     late_rank: int = 1
     nodes: int = 1
     params: tuple = ()  # sorted (key, value) pairs of algorithm parameters
+    thread_level: str = "single"  # MPI thread level the launch initialises (THREAD_LEVELS)
+    timing: str = "percall"  # how repetitions are timed (TIMING_MODES)
 
     @property
     def count(self) -> int:
@@ -40,10 +42,16 @@ class Cell:
     def key(self) -> dict:
         d = {f: getattr(self, f) for f in _CELL_FIELDS}
         d["params"] = [list(p) for p in self.params]
+        # fields added later stay out of the key at their default, so a cell measured the
+        # default way keeps the id it always had
+        for f, default in _LATER_DEFAULTS.items():
+            if d[f] == default:
+                del d[f]
         return d
 
     def to_dict(self) -> dict:
-        return {**self.key(), "count": self.count, "cell_id": self.cell_id}
+        return {**self.key(), **{f: getattr(self, f) for f in _LATER_DEFAULTS},
+                "count": self.count, "cell_id": self.cell_id}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Cell":
@@ -53,6 +61,29 @@ class Cell:
 
 
 _CELL_FIELDS = tuple(Cell.__dataclass_fields__)
+_LATER_DEFAULTS = {"thread_level": "single", "timing": "percall"}
+
+# MPI thread levels in increasing order (MPI_THREAD_SINGLE < FUNNELED < SERIALIZED < MULTIPLE)
+THREAD_LEVELS = ("single", "funneled", "serialized", "multiple")
+TIMING_MODES = ("percall", "imb")
+
+
+def needed_thread_level(algorithm: str, params) -> str:
+    """The lowest MPI thread level a cell needs: ``multiple`` for the online arrival monitor
+    (a thread that calls MPI while the main thread does, harness/arrival.py), else ``single``."""
+    return "multiple" if dict(params).get("knowledge") == "online" else "single"
+
+
+def resolve_thread_level(requested: str, algorithm: str, params) -> str:
+    """``auto`` -> the level the cell needs; an explicit level is raised to what the cell
+    needs, never lowered below it (ValueError names both)."""
+    need = needed_thread_level(algorithm, params)
+    if requested == "auto":
+        return need
+    if THREAD_LEVELS.index(requested) < THREAD_LEVELS.index(need):
+        raise ValueError(f"thread level {requested!r} is below {need!r}, which {algorithm} "
+                         f"with {dict(params)} needs")
+    return requested
 
 
 @dataclass(frozen=True)
@@ -64,11 +95,18 @@ class Run:
     procs: int
     nodes: int
     cells: tuple = field(default_factory=tuple)
+    thread_level: str = "single"  # every cell of a launch shares it
+    launch: int = 0  # replicate index: the same cells measured in independent launches
 
     @cached_property
     def run_id(self) -> str:
-        return "r" + _digest([self.library, [list(e) for e in self.env], self.procs, self.nodes,
-                               sorted(c.cell_id for c in self.cells)])
+        key = [self.library, [list(e) for e in self.env], self.procs, self.nodes,
+               sorted(c.cell_id for c in self.cells)]
+        if self.thread_level != "single":
+            key.append(["thread_level", self.thread_level])
+        if self.launch:
+            key.append(["launch", self.launch])
+        return "r" + _digest(key)
 
 
 def expand_algorithms(patterns, lib, where: str) -> list[str]:
@@ -117,10 +155,17 @@ def expand(cfg) -> list[Run]:
                             for op in ex.ops:
                                 for mode, max_delay in delay_settings:
                                     for params in param_sets(ex.params):
+                                        try:
+                                            level = resolve_thread_level(ex.thread_level, alg, params)
+                                        except ValueError as exc:
+                                            from .config import ConfigError
+                                            raise ConfigError(
+                                                f"{cfg.source}: experiments.{ex.name}.thread_level: "
+                                                f"{exc}") from None
                                         cell = Cell(libname, alg, procs, size, dtype, op, mode,
                                                     max_delay,
                                                     ex.late_rank if mode == "one-late" else 0,
-                                                    ex.nodes, params)
+                                                    ex.nodes, params, level, ex.timing)
                                         try:
                                             env = launch_env(lib, alg, params)
                                         except KeyError as exc:
@@ -128,9 +173,10 @@ def expand(cfg) -> list[Run]:
                                             raise ConfigError(
                                                 f"{cfg.source}: experiments.{ex.name}.params: "
                                                 f"{exc.args[0]}") from None
-                                        key = (libname, env, procs, ex.nodes)
+                                        key = (libname, env, procs, ex.nodes, level)
                                         groups.setdefault(key, {}).setdefault(cell.cell_id, cell)
-    return [Run(library=k[0], env=k[1], procs=k[2], nodes=k[3], cells=tuple(v.values()))
+    return [Run(library=k[0], env=k[1], procs=k[2], nodes=k[3], cells=tuple(v.values()),
+                thread_level=k[4])
             for k, v in groups.items()]
 
 

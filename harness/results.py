@@ -27,7 +27,7 @@ STATUSES = ("ok", "wrong", "timeout", "failed", "not-converged")
 SUMMARY_COLUMNS = [
     "campaign", "cell_id", "run_id", "library", "library_version", "algorithm", "procs",
     "nodes", "size", "count", "dtype", "op", "delay", "max_delay", "late_rank", "params",
-    "record", "metric", "n", "mean", "ci_low", "ci_high", "rel_halfwidth", "std", "median",
+    "thread_level", "timing", "launch", "oversubscribed", "record", "metric", "n", "mean", "ci_low", "ci_high", "rel_halfwidth", "std", "median",
     "median_ci_low", "median_ci_high", "min", "max", "normality_p", "converged", "status",
     "error", "algbw", "busbw", "warmup", "seed", "host", "git_commit", "config_hash",
     "finished",
@@ -129,7 +129,8 @@ class CampaignStore:
 
 def new_run_doc(spec: dict) -> dict:
     return {"run_id": spec["run_id"], "campaign": spec["campaign"], "library": spec["library"],
-            "procs": spec["procs"], "nodes": spec["nodes"], "status": "running",
+            "procs": spec["procs"], "nodes": spec["nodes"], "launch": spec.get("launch", 0),
+            "thread_level": spec.get("thread_level", "single"), "status": "running",
             "started": now(), "settings": spec.get("settings"), "provenance": {}, "cells": []}
 
 
@@ -151,9 +152,22 @@ def mark_unfinished(spec: dict, status: str, error: str) -> dict:
     return doc
 
 
+def oversubscribed(prov: dict) -> bool | None:
+    """True when some node ran more ranks than it has cores (timings are then not to be
+    compared); None when the provenance does not say (a run that never started)."""
+    nodes, cores = prov.get("nodes") or prov.get("hosts"), prov.get("cores")
+    if not nodes or not cores or len(nodes) != len(cores):
+        return None
+    ranks: dict = {}
+    for node, n in zip(nodes, cores):
+        ranks.setdefault(node, [0, n])[0] += 1
+    return any(r > (c or 0) for r, c in ranks.values())
+
+
 def summary_rows(doc: dict, settings: dict | None = None) -> list[dict]:
     """One summary row per cell of a run document."""
     prov = doc.get("provenance") or {}
+    over = oversubscribed(prov)
     rows = []
     for entry in doc["cells"]:
         cell, st = entry["cell"], entry.get("stats") or {}
@@ -167,6 +181,10 @@ def summary_rows(doc: dict, settings: dict | None = None) -> list[dict]:
             **{k: cell.get(k) for k in ("library", "algorithm", "procs", "nodes", "size", "count",
                                         "dtype", "op", "delay", "max_delay", "late_rank")},
             "params": json.dumps(dict(cell.get("params") or [])),
+            "thread_level": prov.get("thread_level") or cell.get("thread_level", "single"),
+            "timing": cell.get("timing", "percall"),
+            "launch": doc.get("launch", 0),
+            "oversubscribed": over,
             # what the algorithm chose or counted (SUARA2's grid, message counts, ...)
             "record": json.dumps(entry["record"], sort_keys=True) if entry.get("record") else None,
             "library_version": prov.get("library_version"),

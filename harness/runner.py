@@ -44,6 +44,8 @@ def prepare(run: Run, lib: Library, store: results.CampaignStore, settings: dict
         "library": lib.name,
         "procs": run.procs,
         "nodes": run.nodes,
+        "thread_level": run.thread_level,
+        "launch": run.launch,
         "env": dict(run.env),
         "settings": settings,
         "seed": seed,
