@@ -23,6 +23,7 @@ import numpy as np
 
 from . import __version__, results, stats, verify
 from .algorithms import Context, load_plugin, resolve
+from .algorithms.native import native_allreduce
 from .arrival import Monitor, pap_phase
 from .delays import compute_phase, delay_vector, wait_until
 from .libraries import get_library
@@ -133,9 +134,19 @@ class _Cell:
             self.ctx.scratch["arrival"] = given
         return 0.0 if on_time or self.sync != "window" else 1.0
 
+    def timed_call(self):
+        """``(call, args)``: what the timer brackets. The library's ``MPI_Allreduce`` is
+        called as a bound method on prebuilt buffer specs (one Python frame less than the
+        algorithm wrapper); any other algorithm as ``fn(comm, send, recv, op, ctx)``."""
+        if self.fn is native_allreduce:
+            return self.comm.Allreduce, (self.ctx.sendspec, self.ctx.recvspec, self.op)
+        return self.fn, (self.comm, self.send, self.recv, self.op, self.ctx)
+
     def repetition(self, delays) -> np.ndarray:
-        comm, rank, recv, fn, wtime = self.comm, self.rank, self.recv, self.fn, self.wtime
-        send, op, ctx = self.send, self.op, self.ctx
+        """One synchronised, timed, verified call; every rank's exchange row after one
+        Allgather (a view reused by the next repetition)."""
+        comm, rank, recv, wtime = self.comm, self.rank, self.recv, self.wtime
+        call, args = self.call, self.args
         wait = self.base + delays[rank]
         late_start = 0.0
         recv.fill(self.bad)
@@ -152,25 +163,98 @@ class _Cell:
             compute_phase(wait)
         try:
             a = wtime()
-            fn(comm, send, recv, op, ctx)
+            call(*args)
             f = wtime()
             ok = 1.0 if np.array_equal(recv, self.want) else 0.0
         except Exception as exc:  # e.g. MPICH refusing an inapplicable forced algorithm
             a = f = wtime()
             ok = -1.0
             self.error = f"{type(exc).__name__}: {exc}".strip()
-        self.exch[:] = (a, f, ok, f - self.t0, self.offset, late_start)
-        comm.Allgather(self.exch, self.every)
-        if self.every[:, 5].any():  # someone got the start time too late: widen the window
+        exch = self.exch
+        exch[0], exch[1], exch[2], exch[3], exch[4], exch[5] = (
+            a, f, ok, f - self.t0, self.offset, late_start)
+        comm.Allgather(exch, self.every)
+        if late_start or self.every[:, 5].any():  # someone got the start too late: widen
             self.window = min(2 * self.window, self.MAX_WINDOW)
         return self.every
 
+    def imb_batch(self, iterations: int, timed: bool = True) -> np.ndarray:
+        """IMB-MPI1's Allreduce kernel with its default ``-sync 1``: two barriers, then per
+        iteration Wtime, the call, Wtime, one barrier, on the same buffers every time. The
+        first and the last call are verified (the receive buffer holds the sentinel before
+        each), outside the Wtime pairs. Returns every rank's exchange row, with this rank's
+        mean time per call in place of the finish time."""
+        comm, recv, wtime, barrier = self.comm, self.recv, self.wtime, self.comm.Barrier
+        call, args = self.call, self.args
+        ok = 1.0
+        last = iterations - 1
+        try:
+            recv.fill(self.bad)
+            barrier()
+            barrier()
+            begin = wtime()
+            t = 0.0
+            for i in range(iterations):
+                if i == last and i:
+                    recv.fill(self.bad)
+                t0 = wtime()
+                call(*args)
+                t += wtime() - t0
+                if (i == 0 or i == last) and not np.array_equal(recv, self.want):
+                    ok = 0.0
+                barrier()
+            end = wtime()
+        except Exception as exc:
+            begin = end = wtime()
+            t, ok = 0.0, -1.0
+            self.error = f"{type(exc).__name__}: {exc}".strip()
+        exch = self.exch
+        exch[0], exch[1], exch[2], exch[3], exch[4], exch[5] = (
+            begin, end, ok, end - self.t0, self.offset, t / iterations)
+        comm.Allgather(exch, self.every)
+        return self.every
 
-def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None):
+
+# a column of the exchange row: arrival, finish, verified, seconds in cell, clock offset,
+# late start (per-call mode) or mean seconds per call (IMB mode)
+_A, _F, _OK, _T, _OFF, _X = range(6)
+
+
+def imb_iterations(size: int) -> int:
+    """Calls per IMB sample: IMB-MPI1's default ``-iter 1000,40``: 1000, at most 40 MiB of
+    messages (``min(1000, 40 MiB / size)``, at least 1)."""
+    return max(1, min(1000, (40 * 2**20) // max(size, 1)))
+
+
+def _metric_value(metric: str, every: np.ndarray, common_clock: bool) -> float:
+    if metric == "span":
+        if not common_clock:
+            return float("nan")
+        return float((every[:, _F] + every[:, _OFF]).max() - (every[:, _A] + every[:, _OFF]).min())
+    e = every[:, _F] - every[:, _A]
+    return float(e.mean() if metric == "mean" else e.max() if metric == "max" else e.min())
+
+
+def _oversubscribed(comm) -> bool:
+    """More ranks on some node than it has cores (collective; the same answer everywhere)."""
+    from mpi4py import MPI
+
+    nodes = comm.allgather((os.environ.get("SLURMD_NODENAME") or MPI.Get_processor_name(),
+                            os.cpu_count() or 1))
+    count: dict = {}
+    for node, cores in nodes:
+        count[node] = count.get(node, 0) + 1
+    return any(count[node] > cores for node, cores in nodes)
+
+
+def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None,
+                 oversubscribed: bool = False):
     """Measure one cell on ``comm``. Returns (entry for the run document, raw columns or None).
 
     ``entry`` holds the status, the error, the statistics of the chosen metric and of every
     metric. A wrong or failed call ends the cell at once and is never reported as a time.
+    Between repetitions the bench does O(1) work (``stats.Running``) and keeps the exchange
+    rows in a preallocated log; the per-repetition series are built once, at the end.
     """
     rule = stats.StoppingRule(
         confidence=settings["confidence"], precision=settings["precision"],
@@ -178,8 +262,9 @@ def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None):
         time_budget=settings["time_budget"])
     metric = settings.get("metric", "mean")
     warmup = int(settings.get("warmup", 0))
+    imb = cell.timing == "imb"
     entry = {"cell_id": cell.cell_id, "cell": cell.to_dict(), "metric": metric, "warmup": warmup,
-             "seed": seed}
+             "seed": seed, "timing": cell.timing}
     if cell.algorithm.startswith("native:"):
         reason = get_library(cell.library).native(cell.algorithm).not_applicable(
             cell.count, comm.Get_size(), np.dtype(cell.dtype).itemsize)
@@ -188,57 +273,98 @@ def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None):
                          finished=results.now())
             return entry, None
     m = _Cell(comm, cell, settings, seed, algorithm)
+    m.call, m.args = m.timed_call()
     procs = m.procs
+    budget = (settings.get("oversubscribed_time_budget") or None) if oversubscribed else None
+    if imb:
+        iterations = int(settings.get("imb_iterations") or imb_iterations(cell.size))
+        limit = stats.rep_limit(rule, cell.size * iterations, settings.get("max_volume"))
+    else:
+        limit = stats.rep_limit(rule, cell.size, settings.get("max_volume"))
+    running = stats.Running(rule, limit)
 
     def verdict(every, rep):
-        if (every[:, 2] < 0).any():
+        if (every[:, _OK] < 0).any():
             return "failed", m.error or "an algorithm call raised on another rank"
-        if (every[:, 2] == 0).any():
-            ranks = [int(r) for r in np.flatnonzero(every[:, 2] == 0)]
-            return "wrong", f"result differs from the reference on ranks {ranks} in repetition {rep}"
+        if (every[:, _OK] == 0).any():
+            ranks = [int(r) for r in np.flatnonzero(every[:, _OK] == 0)]
+            where = f"sample {rep}" if imb else f"repetition {rep}"
+            return "wrong", f"result differs from the reference on ranks {ranks} in {where}"
         return None, None
 
     status, error = None, None
-    for w in range(warmup):  # same path as a measured repetition, own delay draws, not kept
-        delays = delay_vector(cell.delay, cell.max_delay, procs, cell.late_rank, seed, 2**31 + w)
-        status, error = verdict(m.repetition(delays), f"warm-up {w + 1}")
-        if status:
-            break
+    if imb:  # IMB warms up with max(10, n/10) calls of the loop body, not timed
+        status, error = verdict(m.imb_batch(max(10, iterations // 10)), "warm-up")
+    else:
+        for w in range(warmup):  # same path as a measured repetition, own delay draws
+            delays = delay_vector(cell.delay, cell.max_delay, procs, cell.late_rank, seed,
+                                  2**31 + w)
+            status, error = verdict(m.repetition(delays), f"warm-up {w + 1}")
+            if status:
+                break
 
-    series = {k: [] for k in METRICS}
-    arrivals, finishes, delays_all, late_starts = [], [], [], []
+    no_delay = cell.delay == "none" or cell.max_delay == 0
+    zeros = np.zeros(procs)
+    log = np.empty((64, procs, 6))
+    delay_log = None if no_delay else np.empty((64, procs))
     estimates, errors = [], []
     rep = 0
     while not status:
-        delays = delay_vector(cell.delay, cell.max_delay, procs, cell.late_rank, seed, rep)
-        every = m.repetition(delays)
-        rep += 1
-        e = every[:, 1] - every[:, 0]
-        a_all, f_all = every[:, 0] + every[:, 4], every[:, 1] + every[:, 4]
-        series["mean"].append(float(e.mean()))
-        series["max"].append(float(e.max()))
-        series["min"].append(float(e.min()))
-        series["span"].append(float(f_all.max() - a_all.min()) if m.common_clock else float("nan"))
-        arrivals.append(a_all.tolist())
-        finishes.append(f_all.tolist())
-        delays_all.append(delays.tolist())
-        late_starts.append(int(every[:, 5].sum()))
-        if m.pap is not None and m.arrival is not None:  # what the algorithm was told, and its error
+        if imb:
+            every = m.imb_batch(iterations)
+        else:
+            delays = zeros if no_delay else delay_vector(cell.delay, cell.max_delay, procs,
+                                                         cell.late_rank, seed, rep)
+            every = m.repetition(delays)
+        if rep == len(log):
+            log = np.concatenate([log, np.empty_like(log)])
+            if delay_log is not None:
+                delay_log = np.concatenate([delay_log, np.empty_like(delay_log)])
+        log[rep] = every
+        if delay_log is not None:
+            delay_log[rep] = delays
+        if m.pap is not None and m.arrival is not None:  # what the algorithm was told
+            a_all = every[:, _A] + every[:, _OFF]
             estimates.append(m.arrival.tolist())
             errors.append((m.arrival - a_all).tolist())
+        rep += 1
         status, error = verdict(every, rep)
         if not status:
-            status = stats.decide(series[metric], rule, float(every[:, 3].max()))
+            if imb:  # IMB's t_avg / t_max / t_min over the ranks' mean time per call
+                x = every[:, _X]
+                value = float(x.mean() if metric == "mean" else x.max() if metric == "max"
+                              else x.min() if metric == "min" else np.nan)
+            else:
+                value = _metric_value(metric, every, m.common_clock)
+            running.add(value)
+            status = running.decide(float(every[:, _T].max()), budget)
 
     if m.pap is not None:
         _record_knowledge(m, errors)
     record = m.ctx.scratch.get("record")
+    if imb:
+        record = dict(record or {}, imb_iterations=iterations)
+    if oversubscribed:
+        record = dict(record or {}, oversubscribed=True)
     if status in ("ok", "not-converged"):  # node layout + message counts: one untimed call
         from .counting import record_counts
 
         record = record_counts(comm, cell, m.fn, m.send, m.recv, m.op, record)
-    entry.update(sync=m.sync, window=m.window if m.sync == "window" else None, status=status,
+    entry.update(sync="imb" if imb else m.sync,
+                 window=m.window if m.sync == "window" and not imb else None, status=status,
                  error=error, converged=status == "ok", record=record)
+    log = log[:rep]
+    arrivals = log[:, :, _A] + log[:, :, _OFF]
+    finishes = log[:, :, _F] + log[:, :, _OFF]
+    if imb:
+        x = log[:, :, _X]
+        series = {"mean": x.mean(axis=1), "max": x.max(axis=1), "min": x.min(axis=1),
+                  "span": np.full(rep, np.nan)}
+    else:
+        e = log[:, :, _F] - log[:, :, _A]
+        series = {"mean": e.mean(axis=1), "max": e.max(axis=1), "min": e.min(axis=1),
+                  "span": (finishes.max(axis=1) - arrivals.min(axis=1)) if m.common_clock
+                  else np.full(rep, np.nan)}
     if status in ("ok", "not-converged"):
         summaries = {k: stats.summarize(series[k], rule.confidence) for k in METRICS}
         entry.update(stats=summaries[metric], all_stats=summaries)
@@ -250,13 +376,17 @@ def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None):
         raw = {
             "cell_id": [cell.cell_id] * rep,
             "rep": list(range(rep)),
-            **{f"{k}_elapsed": series[k] for k in METRICS},
+            **{f"{k}_elapsed": series[k].tolist() for k in METRICS},
             "epoch": [m.epoch] * rep,  # arrival and finish are seconds after this Unix time
-            "arrival": arrivals,
-            "finish": finishes,
-            "delay": delays_all,
-            "late_starts": late_starts,  # ranks that got the window's start time too late
+            "arrival": arrivals.tolist(),  # IMB mode: each rank's sample start and end
+            "finish": finishes.tolist(),
+            "delay": (delay_log[:rep] if delay_log is not None
+                      else np.zeros((rep, procs))).tolist(),
+            # ranks that got the window's start time too late (per-call mode)
+            "late_starts": ([0] * rep if imb else log[:, :, _X].sum(axis=1).astype(int).tolist()),
         }
+        if imb:
+            raw["iterations"] = [iterations] * rep
         if estimates:  # PAP cells: the arrival times handed to the algorithm, minus the measured
             raw.update(arrival_estimate=estimates, estimate_error=errors)
     return entry, raw
@@ -394,6 +524,7 @@ def run(spec_path: str) -> int:
     if rank == 0:
         results.write_json(progress, doc)
     todo = [(i, c) for i, c in enumerate(spec["cells"]) if c["cell_id"] not in done]
+    crowded = _oversubscribed(comm)
     if rank == 0 and done:
         print(f"resuming run {spec['run_id']}: {len(done)} cell(s) already measured", flush=True)
     for _, cell_dict in todo:
@@ -402,7 +533,7 @@ def run(spec_path: str) -> int:
         # the same delays as the campaign did
         seed = int(spec.get("seed", 0)) + int(cell.cell_id[1:9], 16)
         try:
-            entry, raw = measure_cell(comm, cell, settings, seed)
+            entry, raw = measure_cell(comm, cell, settings, seed, oversubscribed=crowded)
         except Exception as exc:
             if rank == 0:
                 traceback.print_exc()

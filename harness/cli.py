@@ -106,6 +106,11 @@ def _add_run(sub):
     g.add_argument("--max-reps", type=_int_at_least(2), default=1000)
     g.add_argument("--time-budget", type=_typed(parse_time, "time"), default="60s",
                    help="measuring time per cell before it is marked not converged")
+    g.add_argument("--max-volume", type=_typed(parse_size, "size"), default="0",
+                   help="at most this many bytes of messages per cell: max_reps = "
+                        "min(max_reps, volume/size) as IMB scales iterations (0: no limit)")
+    g.add_argument("--imb-iterations", type=_int_at_least(0), default=0,
+                   help="calls per sample with --timing imb (0: IMB's min(1000, 40MiB/size))")
     g.add_argument("--warmup", type=_int_at_least(0), default=3, help="uncounted repetitions")
     g.add_argument("--metric", choices=("mean", "max", "min", "span"), default="mean",
                    help="per-repetition elapsed time the rule is applied to")
@@ -142,6 +147,9 @@ def cmd_run(args, parser) -> int:
     if args.late_rank >= args.procs:
         err(f"argument --late-rank: {args.late_rank} is not a rank of P={args.procs} "
             f"(expected 0..{args.procs - 1})")
+    if args.timing == "imb" and args.delay != "none":
+        err(f"argument --timing: imb times calls back to back and takes no delay mode, "
+            f"got --delay {args.delay}")
     if args.delay != "none" and args.max_delay == 0:
         err(f"argument --max-delay: delay mode {args.delay} needs --max-delay > 0")
     itemsize = {"float32": 4, "float64": 8, "int32": 4, "int64": 8}[args.dtype]
@@ -193,7 +201,8 @@ def cmd_run(args, parser) -> int:
     settings = {"confidence": rule.confidence, "precision": rule.precision,
                 "min_reps": rule.min_reps, "max_reps": rule.max_reps,
                 "time_budget": rule.time_budget, "warmup": args.warmup,
-                "base_compute": args.base_compute, "metric": args.metric, "sync": args.sync}
+                "base_compute": args.base_compute, "metric": args.metric, "sync": args.sync,
+                "max_volume": args.max_volume, "imb_iterations": args.imb_iterations}
     store = results.CampaignStore(paths.results_root(), args.campaign)
     script, spec = runner.prepare(run, lib, store, settings, seed=args.seed, plugins=args.plugin)
     if args.dry_run:

@@ -108,6 +108,9 @@ def validate(doc, source: str = "config", base: Path | None = None) -> Config:
     stopping = dict(doc["stopping"])
     stopping["time_budget"] = parsed(parse_time, stopping["time_budget"], "stopping.time_budget")
     stopping["base_compute"] = parsed(parse_time, stopping["base_compute"], "stopping.base_compute")
+    stopping["max_volume"] = parsed(parse_size, stopping["max_volume"], "stopping.max_volume")
+    stopping["oversubscribed_time_budget"] = parsed(
+        parse_time, stopping["oversubscribed_time_budget"], "stopping.oversubscribed_time_budget")
     if stopping["min_reps"] > stopping["max_reps"]:
         raise ConfigError(f"{source}: stopping.min_reps: {stopping['min_reps']} exceeds "
                           f"stopping.max_reps {stopping['max_reps']}")

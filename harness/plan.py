@@ -162,6 +162,13 @@ def expand(cfg) -> list[Run]:
                                             raise ConfigError(
                                                 f"{cfg.source}: experiments.{ex.name}.thread_level: "
                                                 f"{exc}") from None
+                                        if ex.timing == "imb" and (mode != "none" or
+                                                                   "compute" in dict(params)):
+                                            from .config import ConfigError
+                                            raise ConfigError(
+                                                f"{cfg.source}: experiments.{ex.name}.timing: 'imb' "
+                                                f"times calls back to back and takes no delay mode "
+                                                f"or compute phase, got delay {mode!r}")
                                         cell = Cell(libname, alg, procs, size, dtype, op, mode,
                                                     max_delay,
                                                     ex.late_rank if mode == "one-late" else 0,

@@ -73,6 +73,49 @@ def decide(samples, rule: StoppingRule, elapsed: float) -> str | None:
     return None
 
 
+class Running:
+    """The stopping rule applied one sample at a time in O(1) (Welford's mean and variance),
+    so the check between repetitions costs the same at the 10th and the 10,000th: work
+    between timed calls evicts caches and shows up in the next call's time.
+    ``decide`` gives what ``decide(samples, ...)`` gives on the same samples."""
+
+    __slots__ = ("rule", "n", "mean", "m2", "max_reps")
+
+    def __init__(self, rule: StoppingRule, max_reps: int | None = None):
+        self.rule, self.n, self.mean, self.m2 = rule, 0, 0.0, 0.0
+        self.max_reps = rule.max_reps if max_reps is None else max_reps
+
+    def add(self, x: float) -> None:
+        self.n += 1
+        d = x - self.mean
+        self.mean += d / self.n
+        self.m2 += d * (x - self.mean)
+
+    def holds(self) -> bool:
+        n, rule = self.n, self.rule
+        if n < max(rule.min_reps, 2):
+            return False
+        hw = t_quantile(rule.confidence, n - 1) * math.sqrt(max(self.m2, 0.0) / (n - 1) / n)
+        return hw <= rule.precision * abs(self.mean)
+
+    def decide(self, elapsed: float, budget: float | None = None) -> str | None:
+        """As ``decide``; ``budget`` replaces the rule's time budget (oversubscribed cells)."""
+        if self.holds():
+            return "ok"
+        if self.n >= self.max_reps or elapsed >= (self.rule.time_budget if budget is None else budget):
+            return "not-converged"
+        return None
+
+
+def rep_limit(rule: StoppingRule, size: int, max_volume: float | None) -> int:
+    """Repetitions a cell of ``size`` bytes may take: ``max_reps``, and at most
+    ``max_volume / size`` (never below ``min_reps``), as IMB scales its iterations with the
+    message size (``-iter``'s overall volume) so that large messages do not eat the budget."""
+    if not max_volume or size <= 0:
+        return rule.max_reps
+    return max(rule.min_reps, min(rule.max_reps, int(max_volume // size)))
+
+
 def median_interval(samples, confidence: float) -> tuple[float, float]:
     """Distribution-free interval of the median from order statistics (binomial, p=1/2).
 

@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import os
 
 import numpy as np
 import pandas as pd
@@ -128,7 +129,8 @@ def test_provenance_and_job_script(results_root):
     assert prov["env"]["OMPI_MCA_coll_tuned_use_dynamic_rules"] == "1"
     assert prov["env"]["OMPI_MCA_coll_tuned_allreduce_algorithm"] == "4"
     assert len(prov["hosts"]) == 2 and prov["mpi4py"] and prov["wtick"] > 0
-    assert prov["thread_level"] == 3  # MPI_THREAD_MULTIPLE
+    assert prov["thread_level"] == "single"  # the lowest level the cell needs
+    assert prov["cores"] == [os.cpu_count()] * 2
     script = results_root / "prov" / "jobs" / f"{run_id}.sh"
     assert prov["jobscript_sha256"] == hashlib.sha256(script.read_bytes()).hexdigest()
     row = df.iloc[0]
