@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: all setup campaign demo test clean-results help
+.PHONY: all setup campaign demo test bench clean-results help
 
 all: campaign
 
@@ -13,6 +13,7 @@ help:
 	@echo "make setup    only the set-up (idempotent; seconds when done)"
 	@echo "make demo     one harness run per library (a minute)"
 	@echo "make test     run the test suite"
+	@echo "make bench    overhead, IMB agreement and scaling benchmarks (about 15 minutes)"
 
 setup: $(STAMP) mpi
 
@@ -42,6 +43,10 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest -q
+
+# the benchmarks (benchmarks/all.py): ratios measured in one run, interleaved launches
+bench: setup
+	$(BIN)/python benchmarks/all.py
 
 clean-results:
 	rm -rf results/adhoc results/demo results/default figures/default

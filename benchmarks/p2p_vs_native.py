@@ -42,10 +42,11 @@ def mean_time(results_dir, algorithm, procs, size, reps):
     return float(df[df["size"] == parse_size(size)].iloc[0]["mean"])
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=30)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    rows = []
     print(f"Open MPI, {args.reps} repetitions each, float64 sum")
     print(f"{'algorithm':>20} {'P':>2} {'size':>6} {'python':>10} {'native':>10} {'ratio':>6}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -54,6 +55,7 @@ def main():
                 for mine, native in PAIRS:
                     t_py = mean_time(tmp, mine, procs, size, args.reps)
                     t_nat = mean_time(tmp, native, procs, size, args.reps)
+                    rows.append((mine, procs, size, t_py / t_nat))
                     print(f"{mine:>20} {procs:>2} {size:>6} {t_py * 1e3:>8.3f}ms "
                           f"{t_nat * 1e3:>8.3f}ms {t_py / t_nat:>6.2f}")
     from harness.models import Params, decide_suara2
@@ -63,6 +65,7 @@ def main():
     t = min(timeit.repeat(lambda: decide_suara2(1024, 4 * 2**20, params), number=n, repeat=5)) / n
     print(f"one SUARA2 selection (P=1024, 4 MiB, 36 combinations): {t * 1e6:.1f} us "
           f"(target <= 50 us)")
+    return rows, t
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
 
-def main():
+def main(argv=None):
     doc = {
         "campaign": "scale",
         "experiments": {
@@ -58,6 +58,7 @@ def main():
         print(f"snakemake -n: {jobs[0] if jobs else out.stdout.strip().splitlines()[-1]}")
     print(f"harness plan : {t_plan:6.2f} s (target <= 10 s)")
     print(f"snakemake -n : {t_dry:6.2f} s (target <= 10 s)")
+    return t_plan, t_dry
 
 
 if __name__ == "__main__":
