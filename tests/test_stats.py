@@ -89,3 +89,44 @@ def test_summarize_fields():
     assert s["median"] == 2.0 and s["min"] == 1.8 and s["max"] == 2.2
     assert 0 < s["normality_p"] <= 1
     assert math.isnan(summarize([1.0], 0.95)["std"])
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_running_rule_stops_where_the_batch_rule_stops(seed):
+    """stats.Running (O(1) per sample) takes the decision decide() takes on the same samples."""
+    from harness.stats import Running
+
+    rng = np.random.default_rng(seed)
+    samples = list(rng.lognormal(0, 0.4 + 0.2 * seed, 3000))
+    rule = StoppingRule(min_reps=10, max_reps=2500, precision=0.025)
+    running = Running(rule)
+    for n in range(1, len(samples) + 1):
+        running.add(samples[n - 1])
+        got = running.decide(0.0)
+        if got:
+            assert (n, got) == first_stop(samples, rule)
+            break
+    else:
+        pytest.fail("never stopped")
+
+
+def test_running_rule_time_budget_and_its_override():
+    from harness.stats import Running
+
+    rule = StoppingRule(min_reps=3, max_reps=100, time_budget=10.0)
+    r = Running(rule)
+    for x in (1.0, 5.0, 0.2, 9.0):
+        r.add(x)
+    assert r.decide(1.0) is None
+    assert r.decide(10.0) == "not-converged"
+    assert r.decide(1.0, budget=0.5) == "not-converged"
+
+
+def test_rep_limit_scales_with_the_message_size_as_imb_does():
+    from harness.stats import rep_limit
+
+    rule = StoppingRule(min_reps=10, max_reps=20000)
+    assert rep_limit(rule, 8, 2**30) == 20000
+    assert rep_limit(rule, 2**20, 2**30) == 1024
+    assert rep_limit(rule, 2**30, 2**30) == 10  # never below min_reps
+    assert rep_limit(rule, 2**20, 0) == 20000  # 0: no volume cap
