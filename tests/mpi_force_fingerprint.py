@@ -5,10 +5,15 @@ order in which an algorithm adds. Mode ``mpit``: each entry forced on a communic
 launch per entry). Prints ``FP <entry> <sha1>`` on rank 0 and the mechanism used."""
 
 import hashlib
+import os
 import sys
 
-import numpy as np
-from mpi4py import MPI
+import mpi4py
+
+# the thread level the launch initialises (FP_THREAD_LEVEL; mpi4py's own default otherwise)
+mpi4py.rc.thread_level = os.environ.get("FP_THREAD_LEVEL", "multiple")
+import numpy as np  # noqa: E402
+from mpi4py import MPI  # noqa: E402
 
 from harness import mpit
 from harness.libraries import get_library

@@ -59,3 +59,21 @@ def test_intel_mpi_refuses_per_communicator_forcing():
         env={**os.environ, **get_library("impi").run_env()})
     assert proc.returncode != 0
     assert "does not let an allreduce algorithm be forced per communicator" in proc.stderr
+
+
+LEVEL_CASES = {**CASES, "impi": ["native:recursive_doubling", "native:reduce_bcast",
+                                 "native:shumilin_ring", "native:ring"]}
+
+
+@pytest.mark.parametrize("library", sorted(LEVEL_CASES))
+def test_forced_entries_run_the_same_algorithm_at_thread_level_single(library):
+    """The bench starts MPI at thread level single: each forced entry gives, bit for bit, the
+    result it gives at multiple, and the entries still differ from each other there."""
+    single = {}
+    for name in LEVEL_CASES[library]:
+        env = {k: str(v) for k, v in get_library(library).native(name).env.items()}
+        (fp_s, _), = fingerprints(library, 5, "env", [name], {**env, "FP_THREAD_LEVEL": "single"}).values()
+        (fp_m, _), = fingerprints(library, 5, "env", [name], {**env, "FP_THREAD_LEVEL": "multiple"}).values()
+        assert fp_s == fp_m, f"{library} {name}: another result at thread level single"
+        single[name] = fp_s
+    assert len(set(single.values())) > 1
