@@ -31,7 +31,8 @@ mpi: $(STAMP)
 # the default campaign of config/experiments.yaml on this machine (profiles/default)
 campaign: setup
 	$(BIN)/snakemake
-	@echo "summary: results/$$($(BIN)/python -c 'from harness.config import load; print(load().campaign)')/summary.csv"
+	@c=$$($(BIN)/python -c 'from harness.config import load; print(load().campaign)'); \
+	  $(BIN)/harness status $$c && echo "summary: results/$$c/summary.csv"
 
 # a small local demo: one cell per library through `harness run`
 demo: setup

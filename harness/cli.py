@@ -336,6 +336,28 @@ def cmd_plan(args, parser) -> int:
     return 0
 
 
+def cmd_status(args, parser) -> int:
+    """Cells by status, split into launches that fit the cores and oversubscribed ones."""
+    import pandas as pd
+
+    path = paths.results_root() / args.campaign / "summary.csv"
+    if not path.is_file():
+        parser.error(f"argument campaign: no summary at {path} (run the campaign first)")
+    df = pd.read_csv(path)
+    if "oversubscribed" not in df:
+        df["oversubscribed"] = None
+    over = df["oversubscribed"].map({True: "P > cores", False: "P <= cores", "True": "P > cores",
+                                     "False": "P <= cores"}).fillna("unknown")
+    table = pd.crosstab(over, df["status"], margins=True, margins_name="all")
+    print(f"campaign {args.campaign}: {len(df)} cells ({path})")
+    print(table.to_string())
+    fits = df[over == "P <= cores"]
+    if len(fits):
+        print(f"converged where P <= cores: {(fits.status == 'ok').sum()}/{len(fits)} "
+              f"({(fits.status == 'ok').mean():.0%})")
+    return 0
+
+
 def cmd_exec(args, parser) -> int:
     """Execute a rendered run (the workflow's measure step)."""
     spec = results.read_json(args.spec)
@@ -542,6 +564,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", default=None, help="output JSON (default results/<campaign>/model_params.json)")
     p.set_defaults(func=cmd_fit)
     _add_maxrate(msub)
+    p = sub.add_parser("status", help="a campaign's cells by status, fitting the cores or oversubscribed")
+    p.add_argument("campaign", help="campaign name (results/<campaign>/summary.csv)")
+    p.set_defaults(func=cmd_status)
     p = sub.add_parser("algorithms", help="list every library's forcible algorithms")
     p.set_defaults(func=cmd_algorithms)
     p = sub.add_parser("install", help="install the MPI libraries' wheels under .mpi/ (idempotent)")

@@ -129,3 +129,17 @@ def test_oversubscribed_launch_is_marked_and_gets_its_own_budget(results_root):
 
     df = rebuild_summary(store)
     assert bool(df.oversubscribed.iloc[0]) is True
+
+
+def test_status_counts_cells_by_fit_and_status(results_root):
+    d = results_root / "c"
+    d.mkdir(parents=True)
+    pd.DataFrame({"cell_id": list("abcde"), "status": ["ok", "ok", "not-converged", "failed", "ok"],
+                  "oversubscribed": [False, False, False, None, True]}).to_csv(d / "summary.csv",
+                                                                                index=False)
+    out = harness("status", "c")
+    assert out.returncode == 0, out.stderr
+    assert "converged where P <= cores: 2/3 (67%)" in out.stdout
+    assert "P > cores" in out.stdout and "unknown" in out.stdout
+    out = harness("status", "missing")
+    assert out.returncode == 2 and "missing" in out.stderr
