@@ -30,6 +30,7 @@ def main():
     ap.add_argument("--floor", action="store_true")
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--aligned", action="store_true", help="page-aligned buffers")
     a = ap.parse_args()
     comm = MPI.COMM_WORLD
     rank, procs = comm.Get_rank(), comm.Get_size()
@@ -37,6 +38,14 @@ def main():
     send = ((np.arange(n) * 7 + rank * 3) % 9 - 4).astype(a.dtype)
     want = sum(((np.arange(n) * 7 + r * 3) % 9 - 4) for r in range(procs)).astype(a.dtype)
     recv = np.empty(n, a.dtype)
+    if a.aligned:
+        def aligned(x):
+            raw = np.empty(x.nbytes + 4096, np.uint8)
+            off = (-raw.ctypes.data) % 4096
+            out = raw[off:off + x.nbytes].view(x.dtype)
+            out[:] = x
+            return out
+        send, recv = aligned(send), aligned(recv)
     exch, every = np.zeros(6), np.zeros((procs, 6))
     wtime, barrier, allreduce = MPI.Wtime, comm.Barrier, comm.Allreduce
     if a.floor:

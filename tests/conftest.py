@@ -43,8 +43,12 @@ def execute_run(results_root, library, cells, settings=None, campaign="t", plugi
     if env is None:
         alg = cells[0].algorithm
         env = lib.native(alg).env if alg.startswith("native:") else {}
+    from harness.plan import THREAD_LEVELS, needed_thread_level
+
+    level = max((max(c.thread_level, needed_thread_level(c.algorithm, c.params),
+                     key=THREAD_LEVELS.index) for c in cells), key=THREAD_LEVELS.index)
     run = Run(library=library, env=tuple(sorted(env.items())), procs=cells[0].procs,
-              nodes=1, cells=tuple(cells))
+              nodes=1, cells=tuple(cells), thread_level=level)
     store = results.CampaignStore(results_root, campaign)
     script, spec = runner.prepare(run, lib, store, settings or fast_settings(), plugins=plugins)
     runner.write(store, script, spec)
