@@ -293,8 +293,12 @@ def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None,
         return None, None
 
     status, error = None, None
-    if imb:  # IMB warms up with max(10, n/10) calls of the loop body, not timed
-        status, error = verdict(m.imb_batch(max(10, iterations // 10)), "warm-up")
+    if imb:  # IMB warms up with max(10, n/10) calls of the loop body; Python needs one more
+        # whole sample before its times settle (the first sample ran 2-4x slower at 4 KiB)
+        for calls in (max(10, iterations // 10), iterations):
+            status, error = verdict(m.imb_batch(calls), "warm-up")
+            if status:
+                break
     else:
         for w in range(warmup):  # same path as a measured repetition, own delay draws
             delays = delay_vector(cell.delay, cell.max_delay, procs, cell.late_rank, seed,
