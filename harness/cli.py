@@ -112,6 +112,9 @@ def _add_run(sub):
     g.add_argument("--imb-iterations", type=_int_at_least(0), default=0,
                    help="calls per sample with --timing imb (0: IMB's min(1000, 40MiB/size))")
     g.add_argument("--warmup", type=_int_at_least(0), default=3, help="uncounted repetitions")
+    g.add_argument("--launches", type=_int_at_least(1), default=1,
+                   help="independent MPI launches; with more than one the mean and its CI are "
+                        "taken over the launch means")
     g.add_argument("--metric", choices=("mean", "max", "min", "span"), default="mean",
                    help="per-repetition elapsed time the rule is applied to")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
@@ -204,17 +207,22 @@ def cmd_run(args, parser) -> int:
                 "base_compute": args.base_compute, "metric": args.metric, "sync": args.sync,
                 "max_volume": args.max_volume, "imb_iterations": args.imb_iterations}
     store = results.CampaignStore(paths.results_root(), args.campaign)
-    script, spec = runner.prepare(run, lib, store, settings, seed=args.seed, plugins=args.plugin)
+    launches = plan.replicate([run], args.launches, args.seed)
+    specs = [runner.prepare(r, lib, store, settings, seed=args.seed, plugins=args.plugin,
+                            launches=args.launches) for r in launches]
     if args.dry_run:
-        sys.stdout.write(script)
+        sys.stdout.write(specs[0][0])
         return 0
 
-    runner.write(store, script, spec)
-    runner.fresh(spec)
-    print(f"run {run.run_id}: {lib.title} {cell.algorithm} P={cell.procs} "
-          f"size={format_size(cell.size)} {cell.dtype} {cell.op} delay={cell.delay}"
-          + (f" max={format_time(cell.max_delay)}" if cell.delay != "none" else ""), flush=True)
-    outcome = runner.execute(store, spec, timeout=args.timeout)
+    outcome = None
+    for k, (script, spec) in enumerate(specs):
+        runner.write(store, script, spec)
+        runner.fresh(spec)
+        print(f"run {spec['run_id']}: {lib.title} {cell.algorithm} P={cell.procs} "
+              f"size={format_size(cell.size)} {cell.dtype} {cell.op} delay={cell.delay}"
+              + (f" max={format_time(cell.max_delay)}" if cell.delay != "none" else "")
+              + (f" (launch {k + 1} of {len(specs)})" if len(specs) > 1 else ""), flush=True)
+        outcome = runner.execute(store, spec, timeout=args.timeout)
     df = results.rebuild_summary(store)
     row = df[df.cell_id == cell.cell_id]
     if row.empty:
@@ -232,8 +240,10 @@ def _present(value) -> bool:
 def _print_row(r, store) -> None:
     if r.status in ("ok", "not-converged") and _present(r["mean"]):
         hw = (r.ci_high - r.ci_low) / 2 if _present(r.ci_high) else float("nan")
-        print(f"  mean {format_time(r['mean'])} ± {format_time(hw)} (95% CI), "
-              f"median {format_time(r['median'])}, n={int(r.n)}, "
+        many = _present(r.get("launches")) and int(r.launches) > 1
+        print(f"  mean {format_time(r['mean'])} ± {format_time(hw)} (95% CI"
+              + (f" over {int(r.launches)} launches" if many else "") + "), "
+              f"median {format_time(r['median'])}, n={int(r.within_n if many else r.n)}, "
               f"converged={'yes' if r.converged else 'no'}, status={r.status}")
         if _present(r.algbw):
             print(f"  algbw {r.algbw / 2**20:.1f} MiB/s, busbw {r.busbw / 2**20:.1f} MiB/s")
@@ -321,18 +331,20 @@ def cmd_plan(args, parser) -> int:
     for ex in cfg.experiments:  # per experiment, before cells shared with another are merged
         sub = type(cfg)(**{**cfg.__dict__, "experiments": (ex,)})
         ex_runs = runs if len(cfg.experiments) == 1 else plan.expand(sub)
-        cells_by_exp[ex.name] = (sum(len(r.cells) for r in ex_runs), len(ex_runs))
+        cells_by_exp[ex.name] = (sum(len(r.cells) for r in ex_runs if r.launch == 0), len(ex_runs))
     width = max(len(n) for n in cells_by_exp)
     for name, (ncells, nruns) in cells_by_exp.items():
         print(f"  {name:<{width}}  {ncells:>8} cells  {nruns:>6} runs")
-    total = sum(len(r.cells) for r in runs)
+    total = sum(len(r.cells) for r in runs if r.launch == 0)
+    launches = int(cfg.stopping.get("launches", 1))
     print(f"  {'total':<{width}}  {total:>8} cells  {len(runs):>6} runs (cells shared by "
-          f"experiments are measured once)")
+          f"experiments are measured once" + (f"; {launches} launches of each run" if launches > 1
+                                              else "") + ")")
     if args.runs:
         for r in runs:
             forced = " ".join(f"{k}={v}" for k, v in r.env) or "-"
             print(f"{r.run_id}  {r.library:8} P={r.procs:<4} nodes={r.nodes:<3} "
-                  f"{len(r.cells):>5} cells  {forced}")
+                  f"launch={r.launch:<3} {len(r.cells):>5} cells  {forced}")
     return 0
 
 

@@ -182,9 +182,30 @@ def expand(cfg) -> list[Run]:
                                                 f"{exc.args[0]}") from None
                                         key = (libname, env, procs, ex.nodes, level)
                                         groups.setdefault(key, {}).setdefault(cell.cell_id, cell)
-    return [Run(library=k[0], env=k[1], procs=k[2], nodes=k[3], cells=tuple(v.values()),
+    runs = [Run(library=k[0], env=k[1], procs=k[2], nodes=k[3], cells=tuple(v.values()),
                 thread_level=k[4])
             for k, v in groups.items()]
+    return replicate(runs, int(cfg.stopping.get("launches", 1)), cfg.seed)
+
+
+def replicate(runs, launches: int, seed: int = 0) -> list[Run]:
+    """``launches`` independent MPI launches of every run (``launch`` 0..R-1, distinct run
+    ids; launch 0 keeps the id a single launch has, so raising R keeps what was measured).
+    With R > 1 the cells of each launch come in a seeded random order, so no cell is always
+    measured first or right after the same neighbour. Launch-major order: every run's first
+    launch, then every run's second, so a run's launches are spread over the campaign."""
+    import random
+    from dataclasses import replace
+
+    if launches <= 1:
+        return list(runs)
+    out = []
+    for k in range(launches):
+        for r in runs:
+            cells = list(r.cells)
+            random.Random(f"{seed}:{k}:{r.run_id}").shuffle(cells)
+            out.append(replace(r, cells=tuple(cells), launch=k))
+    return out
 
 
 def launch_env(lib, algorithm: str, params: tuple = ()) -> tuple:

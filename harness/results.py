@@ -30,7 +30,8 @@ SUMMARY_COLUMNS = [
     "thread_level", "timing", "launch", "oversubscribed", "record", "metric", "n", "mean", "ci_low", "ci_high", "rel_halfwidth", "std", "median",
     "median_ci_low", "median_ci_high", "min", "max", "normality_p", "converged", "status",
     "error", "algbw", "busbw", "warmup", "seed", "host", "git_commit", "config_hash",
-    "finished",
+    "finished", "launches", "launch_means", "launches_disagree", "within_mean",
+    "within_ci_low", "within_ci_high", "within_rel_halfwidth", "within_n",
 ]
 
 
@@ -130,6 +131,7 @@ class CampaignStore:
 def new_run_doc(spec: dict) -> dict:
     return {"run_id": spec["run_id"], "campaign": spec["campaign"], "library": spec["library"],
             "procs": spec["procs"], "nodes": spec["nodes"], "launch": spec.get("launch", 0),
+            "launches_of": spec.get("launches", 1),
             "thread_level": spec.get("thread_level", "single"), "status": "running",
             "started": now(), "settings": spec.get("settings"), "provenance": {}, "cells": []}
 
@@ -184,6 +186,7 @@ def summary_rows(doc: dict, settings: dict | None = None) -> list[dict]:
             "thread_level": prov.get("thread_level") or cell.get("thread_level", "single"),
             "timing": cell.get("timing", "percall"),
             "launch": doc.get("launch", 0),
+            "launches_of": doc.get("launches_of", 1),
             "oversubscribed": over,
             # what the algorithm chose or counted (SUARA2's grid, message counts, ...)
             "record": json.dumps(entry["record"], sort_keys=True) if entry.get("record") else None,
@@ -207,19 +210,38 @@ def summary_rows(doc: dict, settings: dict | None = None) -> list[dict]:
     return rows
 
 
-def rebuild_summary(store: CampaignStore, keep=None):
-    """Rewrite ``summary.csv`` from every run document; the newest result of a cell wins.
-    ``keep``: only these cell ids (the workflow's plan), so runs of an older config drop out."""
+def rebuild_summary(store: CampaignStore, keep=None, runs=None):
+    """Rewrite ``summary.csv`` from every run document; the newest result of a (cell, launch)
+    wins, and a cell measured in several launches gets one row over them
+    (``harness.launches``). ``keep``: only these cell ids and ``runs``: only these run ids
+    (the workflow's plan), so results of an older config drop out."""
     import pandas as pd
 
-    rows = []
+    from .launches import combine_frame
+
+    rows, settings = [], {}
     for path in sorted((store.dir / "runs").glob("*.json")):
-        rows.extend(summary_rows(read_json(path)))
-    df = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+        if runs is not None and path.stem not in runs:
+            continue
+        doc = read_json(path)
+        settings = doc.get("settings") or settings
+        rows.extend(summary_rows(doc))
+    from .launches import LAUNCH_COLUMNS
+
+    df = pd.DataFrame(rows, columns=[c for c in SUMMARY_COLUMNS if c not in LAUNCH_COLUMNS]
+                      + ["launches_of"])
     if keep is not None:
         df = df[df.cell_id.isin(keep)]
     if not df.empty:
-        df = df.sort_values("finished").drop_duplicates("cell_id", keep="last")
+        df = df.sort_values("finished").drop_duplicates(["cell_id", "launch"], keep="last")
+        # a cell's newest batch of launches decides how many belong to it (a rerun with fewer
+        # launches drops the older batch's extra ones)
+        newest = df.groupby("cell_id")["launches_of"].transform("last")
+        df = df[(df.launches_of == newest) & (df.launch < newest)]
+    df = combine_frame(df, float(settings.get("confidence", 0.95)),
+                       float(settings.get("precision", 0.025)))
+    df = df.reindex(columns=SUMMARY_COLUMNS)
+    if not df.empty:
         df = df.sort_values(["library", "algorithm", "procs", "size", "dtype", "op", "delay",
                              "max_delay"], kind="stable")
     atomic_write_text(store.summary, df.to_csv(index=False))

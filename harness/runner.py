@@ -35,7 +35,7 @@ def git_commit() -> str | None:
 
 def prepare(run: Run, lib: Library, store: results.CampaignStore, settings: dict, *,
             seed: int = 0, plugins=(), config_hash: str | None = None,
-            python: str | None = None) -> tuple[str, dict]:
+            python: str | None = None, launches: int = 1) -> tuple[str, dict]:
     """The job script text and the run spec of ``run``."""
     run_id = run.run_id
     spec = {
@@ -46,6 +46,7 @@ def prepare(run: Run, lib: Library, store: results.CampaignStore, settings: dict
         "nodes": run.nodes,
         "thread_level": run.thread_level,
         "launch": run.launch,
+        "launches": launches,  # how many launches of these cells the batch has
         "env": dict(run.env),
         "settings": settings,
         "seed": seed,

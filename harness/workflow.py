@@ -36,7 +36,8 @@ class Campaign:
         run = self.runs[run_id]
         lib = plan.library_for(self.cfg, run.library)
         script, spec = runner.prepare(run, lib, self.store, self.settings(), seed=self.cfg.seed,
-                                      plugins=self.cfg.plugins, config_hash=self.cfg.digest)
+                                      plugins=self.cfg.plugins, config_hash=self.cfg.digest,
+                                      launches=int(self.cfg.stopping.get("launches", 1)))
         runner.write(self.store, script, spec)
 
     def walltime_minutes(self) -> int:

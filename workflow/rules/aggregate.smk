@@ -10,4 +10,4 @@ rule aggregate:
     run:
         from harness.results import rebuild_summary
 
-        rebuild_summary(CAMPAIGN.store, keep=CAMPAIGN.cell_ids)
+        rebuild_summary(CAMPAIGN.store, keep=CAMPAIGN.cell_ids, runs=set(CAMPAIGN.runs))
