@@ -18,12 +18,14 @@ RES = str(CAMPAIGN.store.dir)
 FIG = str(CAMPAIGN.figures)
 
 wildcard_constraints:
-    run="r[0-9a-f]{12}"
+    run="r[0-9a-f]{12}",
+    group="[A-Za-z0-9_.-]+"
 
 include: "workflow/rules/jobscripts.smk"
 include: "workflow/rules/measure.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/confirm.smk"
 
 rule all:
     default_target: True
@@ -33,3 +35,4 @@ rule all:
         rules.report_suara.output if SUARA else [],
         rules.report_node_aware.output if NODE_AWARE else [],
         rules.report_pap.output if HAS_PAP else [],
+        rules.report_confirm.output if CONFIRM_GROUPS else [],

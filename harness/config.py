@@ -87,6 +87,7 @@ class Config:
     source: str
     digest: str  # hash of the validated config (provenance)
     plugins: tuple = ()  # absolute paths of algorithm plugins
+    confirm: dict = None  # the confirmation stage (harness.confirm): enabled, rounds, time_budget
 
 
 def validate(doc, source: str = "config", base: Path | None = None) -> Config:
@@ -114,6 +115,11 @@ def validate(doc, source: str = "config", base: Path | None = None) -> Config:
     if stopping["min_reps"] > stopping["max_reps"]:
         raise ConfigError(f"{source}: stopping.min_reps: {stopping['min_reps']} exceeds "
                           f"stopping.max_reps {stopping['max_reps']}")
+    confirm = dict(doc["confirm"])
+    confirm["time_budget"] = parsed(parse_time, confirm["time_budget"], "confirm.time_budget")
+    if confirm["time_budget"] <= 0:
+        raise ConfigError(f"{source}: confirm.time_budget: expected a time > 0, got "
+                          f"{doc['confirm']['time_budget']!r}")
     walltime = parsed(parse_time, doc["run_walltime"], "run_walltime")
     if walltime <= 0:
         raise ConfigError(f"{source}: run_walltime: expected a time > 0, got {doc['run_walltime']!r}")
@@ -157,7 +163,7 @@ def validate(doc, source: str = "config", base: Path | None = None) -> Config:
     return Config(campaign=doc["campaign"], seed=doc["seed"], launch=doc["launch"],
                   run_walltime=walltime, stopping=stopping, libraries=doc["libraries"],
                   experiments=tuple(experiments), source=source, digest=digest,
-                  plugins=tuple(plugins))
+                  plugins=tuple(plugins), confirm=confirm)
 
 
 def _explain(err) -> str:

@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from . import __version__, paths, results, templates
@@ -87,7 +88,8 @@ def execute(store: results.CampaignStore, spec: dict, timeout: float | None = No
     """Run the job script; returns ``complete``, ``failed`` or ``timeout``. On a failure or a
     timeout, the cells without a result are recorded with that status."""
     script = store.job_script(spec["run_id"])
-    signal.signal(signal.SIGTERM, _interrupt)
+    if threading.current_thread() is threading.main_thread():  # a Snakemake `run:` block is not
+        signal.signal(signal.SIGTERM, _interrupt)
     proc = subprocess.Popen(["bash", str(script)], stdout=stdout, stderr=stderr,
                             start_new_session=True)
     try:

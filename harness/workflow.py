@@ -40,5 +40,11 @@ class Campaign:
                                       launches=int(self.cfg.stopping.get("launches", 1)))
         runner.write(self.store, script, spec)
 
+    def confirm_groups(self) -> dict:
+        """Groups of the confirmation stage (``harness.confirm``), none when it is disabled."""
+        from .confirm import groups
+
+        return groups(self.runs.values()) if self.cfg.confirm["enabled"] else {}
+
     def walltime_minutes(self) -> int:
         return max(1, int(self.cfg.run_walltime // 60) + 2)

@@ -1,0 +1,167 @@
+"""The confirmation stage: is the campaign's BEST really faster than AUTO?
+
+A campaign picks BEST as the fastest of 10-30 forced algorithms, each with a noisy mean (the
+winner's curse), and launches minutes apart differ by more than a launch's own interval. So
+after the campaign, per (library, P, nodes, thread level) group and per (size, dtype, op,
+timing), this stage measures AUTO and BEST again, in fresh MPI launches, alternately:
+A B B A, ``rounds`` times (with several BEST algorithms in a group, A B1 B2 B2 B1 A). Each
+launch measures all the group's cells of its algorithm.
+
+The gain and its interval come from these launches alone. Each A launch is paired with
+the B launch next to it in time (A1-B1 and B2-A2 in A B B A, so linear drift cancels over a
+round); with ``k = 2 * rounds`` pairs the gain is ``exp(mean(ln(t_A / t_B)))`` and its 95 %
+interval the Student-t interval of the log ratios over k - 1 degrees of freedom,
+exponentiated. Verdicts: ``BEST faster`` (interval above 1), ``AUTO faster`` (below 1),
+``tie`` (contains 1), ``AUTO is BEST`` (no forced algorithm beat AUTO in the campaign; nothing
+to confirm), ``oversubscribed`` (more ranks than cores: no claim, not measured), ``no data``.
+
+Launches are stored under ``results/<campaign>/confirm/`` (job scripts, raw, run documents,
+like the campaign's own); a rerun after an interrupt skips every launch whose run document
+is complete and measures only the rest. The stage's output per group is
+``confirm/<group>.json``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from . import plan, results, runner
+from .stats import t_quantile
+
+USABLE = ("ok", "not-converged")
+KEY = ["size", "dtype", "op", "timing"]
+LAUNCH_BASE = 100  # launch indices of confirmation runs (campaign launches are 0..R-1)
+
+
+def group_name(library: str, procs: int, nodes: int, thread_level: str) -> str:
+    return f"{library}-p{procs}-n{nodes}-{thread_level}"
+
+
+def groups(runs) -> dict[str, tuple]:
+    """The groups the campaign can confirm: native:auto and another native algorithm
+    measured with the same library, P, nodes and thread level."""
+    algs: dict[tuple, set] = {}
+    for r in runs:
+        key = (r.library, r.procs, r.nodes, r.thread_level)
+        algs.setdefault(key, set()).update(c.algorithm for c in r.cells
+                                           if c.algorithm.startswith("native:"))
+    return {group_name(*k): k for k, a in sorted(algs.items())
+            if "native:auto" in a and len(a) > 1}
+
+
+def _true(v) -> bool:
+    return str(v).lower() == "true"
+
+
+def pick(df, library: str, procs: int, nodes: int, thread_level: str) -> list[dict]:
+    """Per (size, dtype, op, timing) of the group: AUTO's and BEST's campaign rows, or why
+    there is nothing to confirm."""
+    import pandas as pd
+
+    d = df[(df.library == library) & (df.procs == procs) & (df.nodes == nodes)
+           & (df.thread_level.fillna("single") == thread_level)
+           & df.algorithm.str.startswith("native:") & (df.delay == "none")]
+    out = []
+    for key, g in d.groupby(KEY, sort=True):
+        entry = dict(zip(KEY, key), library=library, procs=procs, nodes=nodes,
+                     thread_level=thread_level)
+        auto = g[g.algorithm == "native:auto"]
+        cand = g[(g.algorithm != "native:auto") & g.status.isin(USABLE) & g["mean"].notna()]
+        if auto.empty or auto.iloc[0].status not in USABLE or not pd.notna(auto.iloc[0]["mean"]) \
+                or cand.empty:
+            out.append({**entry, "verdict": "no data"})
+            continue
+        a, b = auto.iloc[0], cand.sort_values("mean").iloc[0]
+        entry.update(auto_cell=a.cell_id, auto_campaign=float(a["mean"]), best=b.algorithm,
+                     best_cell=b.cell_id, best_campaign=float(b["mean"]),
+                     campaign_gain=float(a["mean"]) / float(b["mean"]))
+        if _true(a.get("oversubscribed")) or _true(b.get("oversubscribed")):
+            entry["verdict"] = "oversubscribed"
+        elif b["mean"] >= a["mean"]:
+            entry["verdict"] = "AUTO is BEST"
+        out.append(entry)
+    return out
+
+
+def schedule(entries: list[dict], rounds: int) -> list[str]:
+    """The order of launches by algorithm: A B1 .. Bn Bn .. B1 A per round."""
+    bs = sorted({e["best"] for e in entries if "verdict" not in e})
+    if not bs:
+        return []
+    one = ["native:auto"] + bs + bs[::-1] + ["native:auto"]
+    return one * rounds
+
+
+def gain_interval(a: list[float], b: list[float], confidence: float = 0.95):
+    """Gain t_A/t_B and its interval from paired launch means (see the module doc)."""
+    logs = np.log(np.asarray(a, float) / np.asarray(b, float))
+    k = len(logs)
+    g = float(np.exp(logs.mean()))
+    if k < 2:
+        return g, math.nan, math.nan
+    hw = t_quantile(confidence, k - 1) * float(logs.std(ddof=1)) / math.sqrt(k)
+    return g, float(np.exp(logs.mean() - hw)), float(np.exp(logs.mean() + hw))
+
+
+def verdict(low: float, high: float) -> str:
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return "tie"
+    return "BEST faster" if low > 1 else "AUTO faster" if high < 1 else "tie"
+
+
+def run_group(campaign, name: str, out: Path, log=print) -> dict:
+    """Confirm one group of ``campaign`` (a ``harness.workflow.Campaign``); writes ``out``."""
+    import pandas as pd
+
+    library, procs, nodes, level = campaign.confirm_groups()[name]
+    cfg = campaign.cfg
+    df = pd.read_csv(campaign.store.summary)
+    entries = pick(df, library, procs, nodes, level)
+    todo = [e for e in entries if "verdict" not in e]
+    rounds = int(cfg.confirm["rounds"])
+    order = schedule(todo, rounds)
+    lib = plan.library_for(cfg, library)
+    store = results.CampaignStore(campaign.store.dir, "confirm")
+    settings = {**campaign.settings(), "time_budget": cfg.confirm["time_budget"]}
+    cells = {c.cell_id: c for r in campaign.runs.values() for c in r.cells}
+    means: dict[str, list] = {e["auto_cell"]: [] for e in todo}
+    means.update({e["best_cell"]: [] for e in todo})
+    for i, alg in enumerate(order):
+        ids = sorted({e["auto_cell"] if alg == "native:auto" else e["best_cell"]
+                      for e in todo if alg in ("native:auto", e["best"])})
+        run = plan.Run(library=library, env=plan.launch_env(lib, alg), procs=procs, nodes=nodes,
+                       cells=tuple(cells[c] for c in ids), thread_level=level,
+                       launch=LAUNCH_BASE + i)
+        doc_path = store.run_doc(run.run_id)
+        doc = results.read_json(doc_path) if doc_path.is_file() else None
+        if doc is None or doc.get("status") != "complete":
+            log(f"confirm {name}: launch {i + 1}/{len(order)} {alg} ({len(ids)} cells)")
+            script, spec = runner.prepare(run, lib, store, settings, seed=cfg.seed,
+                                          plugins=cfg.plugins, config_hash=cfg.digest)
+            runner.write(store, script, spec)
+            runner.execute(store, spec, timeout=cfg.run_walltime)
+            doc = results.read_json(doc_path)
+        for c in doc["cells"]:
+            st = c.get("stats") or {}
+            ok = c["status"] in USABLE and st.get("mean")
+            means[c["cell_id"]].append(float(st["mean"]) if ok else math.nan)
+    for e in todo:
+        a, b = means[e["auto_cell"]], means[e["best_cell"]]
+        pairs = [(x, y) for x, y in zip(a, b) if math.isfinite(x) and math.isfinite(y)]
+        e.update(auto_means=a, best_means=b, pairs=len(pairs))
+        if not pairs:
+            e.update(verdict="no data")
+            continue
+        g, lo, hi = gain_interval([p[0] for p in pairs], [p[1] for p in pairs],
+                                  float(cfg.stopping["confidence"]))
+        e.update(gain=g, gain_ci_low=lo, gain_ci_high=hi, verdict=verdict(lo, hi),
+                 auto_mean=float(np.mean([p[0] for p in pairs])),
+                 best_mean=float(np.mean([p[1] for p in pairs])))
+    doc = {"group": name, "library": library, "procs": procs, "nodes": nodes,
+           "thread_level": level, "rounds": rounds, "launches": len(order),
+           "finished": results.now(), "entries": entries}
+    results.write_json(out, doc)
+    return doc

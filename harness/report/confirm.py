@@ -1,0 +1,128 @@
+"""AUTO vs BEST as the confirmation stage measured it (``harness.confirm``): one table
+(md, tex, csv) and one figure of the gain t_AUTO / t_BEST with its 95 % interval.
+
+A gain whose interval contains 1 is a tie and is drawn as one (hollow grey marker, its bar
+crossing the line at 1); oversubscribed groups are listed with no claim; "AUTO is BEST"
+means no forced algorithm beat AUTO in the campaign.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from ..results import atomic_write_text
+from . import style
+from .tables import format_size
+
+COLUMNS = ["library", "procs", "size", "dtype", "op", "timing", "best", "auto_mean", "best_mean",
+           "gain", "gain_ci_low", "gain_ci_high", "pairs", "campaign_gain", "verdict"]
+
+
+def load(paths) -> pd.DataFrame:
+    rows = []
+    for p in paths:
+        doc = json.loads(Path(p).read_text())
+        rows.extend(doc["entries"])
+    df = pd.DataFrame(rows)
+    for c in COLUMNS:
+        if c not in df:
+            df[c] = None
+    return df[COLUMNS].sort_values(["library", "procs", "size"], kind="stable").reset_index(drop=True)
+
+
+def _us(x) -> str:
+    return "" if x is None or not isinstance(x, (int, float)) or not math.isfinite(x) else f"{x * 1e6:.2f}"
+
+
+def _gain(r) -> str:
+    g, lo, hi = r["gain"], r["gain_ci_low"], r["gain_ci_high"]
+    if not isinstance(g, (int, float)) or not math.isfinite(g):
+        return ""
+    if isinstance(lo, (int, float)) and math.isfinite(lo):
+        return f"{g:.2f} [{lo:.2f}, {hi:.2f}]"
+    return f"{g:.2f}"
+
+
+def _display(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    header = ["library", "P", "size", "AUTO (us)", "BEST", "BEST (us)", "gain [95% CI]", "verdict"]
+    rows = [[r.library, str(r.procs), format_size(r["size"]), _us(r.auto_mean),
+             str(r.best or "").replace("native:", ""), _us(r.best_mean), _gain(r), r.verdict]
+            for _, r in df.iterrows()]
+    return header, rows
+
+
+CAPTION = ("AUTO vs BEST confirmed in fresh launches measured alternately (A B B A). Gain = "
+           "t_AUTO / t_BEST over paired launches, 95% CI; a CI containing 1 is a tie. "
+           "Oversubscribed: more ranks than cores, no claim.")
+
+
+def to_markdown(df) -> str:
+    header, rows = _display(df)
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return CAPTION + "\n\n" + "\n".join(lines) + "\n"
+
+
+def to_latex(df) -> str:
+    header, rows = _display(df)
+    esc = lambda t: t.replace("_", r"\_").replace("%", r"\%")  # noqa: E731
+    out = [r"\begin{table}", r"\centering", r"\caption{" + esc(CAPTION) + "}",
+           r"\label{tab:auto-vs-best-confirmed}", r"\begin{tabular}{" + "l" * len(header) + "}",
+           r"\toprule", " & ".join(esc(h) for h in header) + r" \\", r"\midrule"]
+    out += [" & ".join(esc(c) for c in r) + r" \\" for r in rows]
+    out += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    return "\n".join(out) + "\n"
+
+
+def figure(df: pd.DataFrame, path) -> list[Path]:
+    import matplotlib.pyplot as plt
+
+    style.setup()
+    libs = sorted(df.library.unique()) or ["(none)"]
+    fig, axes = plt.subplots(1, len(libs), figsize=(3.2 * len(libs), 2.8), squeeze=False,
+                             sharey=True)
+    for ax, lib in zip(axes[0], libs):
+        d = df[(df.library == lib)]
+        ax.axhline(1.0, color="0.3", lw=0.8)
+        labels = []
+        for i, (_, r) in enumerate(d.iterrows()):
+            labels.append(f"{format_size(r['size'])}\nP={r.procs}")
+            g = r["gain"]
+            if r.verdict in ("BEST faster", "AUTO faster", "tie") and isinstance(g, float) \
+                    and math.isfinite(g):
+                lo, hi = r["gain_ci_low"], r["gain_ci_high"]
+                tie = r.verdict == "tie"
+                color = "0.55" if tie else style.color(r.best)
+                if isinstance(lo, float) and math.isfinite(lo):
+                    ax.errorbar(i, g, yerr=[[g - lo], [hi - g]], fmt="none", ecolor=color,
+                                capsize=3, lw=1)
+                ax.plot(i, g, marker="o", ms=6, color=color,
+                        markerfacecolor="white" if tie else color)
+                ax.annotate("tie" if tie else style.short(r.best), (i, g), xytext=(4, 4),
+                            textcoords="offset points", fontsize=7, color=color)
+            else:
+                ax.annotate({"oversubscribed": "oversub.", "AUTO is BEST": "AUTO best"}.get(
+                    r.verdict, r.verdict), (i, 1.0), xytext=(0, 6), textcoords="offset points",
+                    ha="center", fontsize=7, color="0.4", rotation=90)
+        ax.set_xticks(range(len(labels)), labels, fontsize=7)
+        ax.set_xlim(-0.7, max(len(labels), 1) - 0.3)
+        ax.set_title(lib)
+    axes[0][0].set_ylabel("gain t_AUTO / t_BEST")
+    fig.suptitle("AUTO vs BEST, confirmed (95% CI; hollow grey: tie)", fontsize=9)
+    written = style.save(fig, path)
+    plt.close(fig)
+    return written
+
+
+def make_confirm(paths, tables_dir, figures_dir) -> None:
+    df = load(paths)
+    base = Path(tables_dir) / "auto_vs_best_confirmed"
+    base.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(base.with_suffix(".md"), to_markdown(df))
+    atomic_write_text(base.with_suffix(".tex"), to_latex(df))
+    atomic_write_text(base.with_suffix(".csv"), df.to_csv(index=False))
+    figure(df, Path(figures_dir) / "auto_vs_best_confirmed")
