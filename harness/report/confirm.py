@@ -111,8 +111,9 @@ def figure(df: pd.DataFrame, path) -> list[Path]:
         ax.set_xticks(range(len(labels)), labels, fontsize=7)
         ax.set_xlim(-0.7, max(len(labels), 1) - 0.3)
         ax.set_title(lib)
-    axes[0][0].set_ylabel("gain t_AUTO / t_BEST")
-    fig.suptitle("AUTO vs BEST, confirmed (95% CI; hollow grey: tie)", fontsize=9)
+        ax.set_yscale("log")
+    axes[0][0].set_ylabel("gain t_AUTO / t_BEST (log)")
+    fig.suptitle("AUTO vs BEST, confirmed (95% CI; hollow grey: tie)", fontsize=9, y=1.06)
     written = style.save(fig, path)
     plt.close(fig)
     return written
