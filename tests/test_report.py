@@ -214,3 +214,25 @@ def test_cli(summary, tmp_path):
     assert figures.main([str(csv), str(tmp_path / "t"), str(tmp_path / "f")]) == 0
     assert (tmp_path / "f" / "auto_vs_best_impi.pdf").exists()
     assert figures.main([]) == 2
+
+
+def test_ties_and_oversubscribed_cells_claim_no_win(tmp_path):
+    """Overlapping CIs read as a tie; a launch with more ranks than cores gives no verdict."""
+    import pandas as pd
+
+    from harness.report.tables import auto_vs_best, to_markdown
+
+    base = {"library": "mpich", "library_version": "MPICH 5", "procs": 2, "dtype": "float64",
+            "op": "sum", "status": "ok", "params": "{}"}
+    rows = []
+    for size, auto, best, over in [(4096, (10, 9, 11), (9.5, 8.5, 10.5), False),
+                                   (65536, (20, 19, 21), (10, 9.5, 10.5), False),
+                                   (1 << 20, (200, 190, 210), (100, 95, 105), True)]:
+        for alg, (m, lo, hi) in (("native:auto", auto), ("native:ring", best)):
+            rows.append({**base, "algorithm": alg, "size": size, "mean": m * 1e-6, "n": 50,
+                         "ci_low": lo * 1e-6, "ci_high": hi * 1e-6, "oversubscribed": over})
+    t = auto_vs_best(pd.DataFrame(rows))
+    assert list(t.verdict) == ["tie", "BEST faster", "oversubscribed"]
+    assert list(t.significant) == [False, True, False]
+    md = to_markdown(t)
+    assert "(tie)" in md and "‡" in md and "**2.00×**" in md and "**2.00× ‡**" not in md

@@ -10,6 +10,8 @@ conditions (dtype, op, delay, ...), one column per process count P:
   written in the strip at the top of the panel, in the winner's colour;
 - bottom: gain = AUTO time / BEST time per size (bars rise from the 1.0 reference, coloured as
   the winner; whiskers: the conservative CI ``auto_ci_low/best_ci_high .. auto_ci_high/best_ci_low``).
+  A tie (the two CIs overlap) is an empty bar labelled "tie"; an oversubscribed cell (more
+  ranks than cores) a hatched one labelled "oversub.": neither is drawn as a win.
 
 ``make_all(summary_csv, tables_dir, figures_dir)`` writes ``figures_dir/auto_vs_best_<library>
 .{png,pdf}`` per library (``..._<conditions>`` when several conditions exist) and
@@ -184,9 +186,13 @@ def _draw_column(ax, axg, d: pd.DataFrame, table: pd.DataFrame, yscale: str, ann
         if not math.isfinite(r.gain):
             axg.text(r.size, 1.0, "n/a", ha="center", va="bottom", fontsize=6.5, color="0.4")
             continue
+        verdict = getattr(r, "verdict", "")
+        tie = verdict in ("tie", "oversubscribed")
+        # a tie is drawn as an empty bar, an oversubscribed cell hatched: neither is a win
         c = style.color(r.best_algorithm)
-        axg.bar(left, r.gain - 1.0, width=right - left, bottom=1.0, align="edge", color=c,
-                edgecolor="black", linewidth=0.5, zorder=3)
+        axg.bar(left, r.gain - 1.0, width=right - left, bottom=1.0, align="edge",
+                color="white" if tie else c, edgecolor=c if tie else "black", linewidth=0.8,
+                hatch="////" if verdict == "oversubscribed" else None, zorder=3)
         lo_, hi_ = r.gain_low, r.gain_high
         if math.isfinite(lo_) and math.isfinite(hi_):
             axg.errorbar([r.size], [r.gain], yerr=[[max(r.gain - lo_, 0)], [max(hi_ - r.gain, 0)]],
@@ -196,7 +202,8 @@ def _draw_column(ax, axg, d: pd.DataFrame, table: pd.DataFrame, yscale: str, ann
         gmax = max(gmax, r.gain)
         if annotate_gain:
             ytext = max(r.gain, hi_ if math.isfinite(hi_) else r.gain)
-            axg.annotate(f"{r.gain:.2f}×", (r.size, ytext), xytext=(0, 2),
+            label = {"tie": "tie", "oversubscribed": "oversub."}.get(verdict, f"{r.gain:.2f}×")
+            axg.annotate(label, (r.size, ytext), xytext=(0, 2),
                          textcoords="offset points", ha="center", va="bottom", fontsize=6.5,
                          zorder=5)
     axg.axhline(1.0, color="black", lw=0.8, zorder=2)

@@ -33,8 +33,13 @@ NUMERIC = ["procs", "nodes", "size", "max_delay", "late_rank", "mean", "ci_low",
 TABLE_COLUMNS = [
     "auto_status", "auto_mean", "auto_ci_low", "auto_ci_high", "auto_mibs",
     "best_algorithm", "best_status", "best_mean", "best_ci_low", "best_ci_high", "best_mibs",
-    "gain", "gain_low", "gain_high", "significant", "n_algorithms", "n_timed", "excluded",
+    "gain", "gain_low", "gain_high", "significant", "verdict", "oversubscribed",
+    "n_algorithms", "n_timed", "excluded",
 ]
+
+
+def _oversubscribed(row) -> bool:
+    return row is not None and str(row.get("oversubscribed", "")).lower() == "true"
 
 
 # --------------------------------------------------------------------------- data preparation
@@ -133,6 +138,17 @@ def auto_vs_best(df: pd.DataFrame) -> pd.DataFrame:
         if b is not None and b["algorithm"] == AUTO:
             gain_low = gain_high = 1.0  # AUTO is BEST: the gain is 1 by construction
         bad = g[~ok.loc[g.index]].sort_values("algorithm")
+        crowded = _oversubscribed(a) or _oversubscribed(b)
+        significant = bool(a_timed and b is not None and b["algorithm"] != AUTO and bh < al
+                           and not crowded)
+        if crowded:
+            verdict = "oversubscribed"  # ranks shared cores: no win or loss is drawn
+        elif b is None or not a_timed:
+            verdict = "no data"
+        elif b["algorithm"] == AUTO:
+            verdict = "AUTO is BEST"
+        else:
+            verdict = "BEST faster" if significant else "tie"
         row.update({
             "auto_status": a["status"] if a is not None else "missing",
             "auto_mean": am, "auto_ci_low": al, "auto_ci_high": ah, "auto_mibs": mibs(size, am),
@@ -140,9 +156,9 @@ def auto_vs_best(df: pd.DataFrame) -> pd.DataFrame:
             "best_status": b["status"] if b is not None else "",
             "best_mean": bm, "best_ci_low": bl, "best_ci_high": bh, "best_mibs": mibs(size, bm),
             "gain": gain, "gain_low": gain_low, "gain_high": gain_high,
-            # BEST is faster than AUTO beyond noise: the two 95% CIs do not overlap
-            "significant": bool(a_timed and b is not None and b["algorithm"] != AUTO
-                                and bh < al),
+            # BEST is faster than AUTO beyond noise: the two 95% CIs do not overlap (never
+            # drawn from an oversubscribed launch); otherwise the gain is a tie
+            "significant": significant, "verdict": verdict, "oversubscribed": crowded,
             "n_algorithms": int(g["algorithm"].nunique()),
             "n_timed": int(gt["algorithm"].nunique()),
             "excluded": "; ".join(f"{r.algorithm} ({r.status})" for r in bad.itertuples()),
@@ -211,8 +227,9 @@ def _context_label(col: str, v) -> str:
 
 
 NOTE = ("Times are means with their 95% CI; MiB/s = size/mean (2^20 B). Gain = AUTO time / "
-        "BEST time; bold: the two 95% CIs do not overlap. † not converged to the requested "
-        "precision.")
+        "BEST time; bold: the two 95% CIs do not overlap; (tie): they overlap, so no win is "
+        "claimed. † not converged to the requested precision. ‡ oversubscribed: more ranks "
+        "than cores, times not comparable, no win or loss drawn.")
 
 
 def display(table: pd.DataFrame) -> tuple[list[str], list[list[dict]]]:
@@ -245,7 +262,10 @@ def display(table: pd.DataFrame) -> tuple[list[str], list[list[dict]]]:
             cell(bt, numeric=True, dagger=r["best_status"] == "not-converged"),
             cell(bci, numeric=True),
             cell(_num(r["best_mibs"]) if math.isfinite(r["best_mibs"]) else "", numeric=True),
-            cell(f"{g:.2f}×" if math.isfinite(g) else "n/a", numeric=True, bold=bool(r["significant"])),
+            cell((f"{g:.2f}×" if math.isfinite(g) else "n/a")
+                 + (" (tie)" if r["verdict"] == "tie" else "")
+                 + (" ‡" if r["oversubscribed"] else ""), numeric=True,
+                 bold=bool(r["significant"])),
             cell(", ".join(_algo(x.split(" (")[0]) + " (" + x.split(" (")[1]
                            for x in r["excluded"].split("; ")) if r["excluded"] else ""),
         ])
@@ -286,7 +306,7 @@ def to_markdown(table: pd.DataFrame, caption: str = "") -> str:
 
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
         "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-        "µ": r"$\mu$", "×": r"$\times$", "–": "--", "†": r"$^\dagger$"}
+        "µ": r"$\mu$", "×": r"$\times$", "–": "--", "†": r"$^\dagger$", "‡": r"$^\ddagger$"}
 
 
 def tex_escape(text: str) -> str:
