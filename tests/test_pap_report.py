@@ -98,3 +98,20 @@ def test_a_summary_without_pap_cells_gives_empty_tables(summary, tmp_path):
     pap.make_pap(csv, tmp_path / "tables", tmp_path / "figures")
     assert "No PAP cells" in (tmp_path / "tables" / "pap_table3.md").read_text()
     assert (tmp_path / "figures" / "pap_fig10.png").is_file()
+
+
+def test_overlapping_intervals_are_ties_and_oversubscribed_cells_claim_nothing(summary):
+    """slt at one-late 50 ms (40 vs ring 42, CIs ±2 %) is a win; 41.5 would overlap: a tie."""
+    one = pap.table3(summary).query("mode == 'one-late'").set_index(["label", "max_delay"])
+    assert one.loc[("slt", 0.05), "verdict"] == "faster"
+    assert one.loc[("slt", 0.0), "verdict"] == "slower"
+    tied = summary.copy()
+    tied.loc[(tied.algorithm == "slt") & (tied.max_delay == 0.05) & (tied.delay == "one-late"),
+             ["mean", "ci_low", "ci_high"]] = [41.5 * MS, 40.8 * MS, 42.3 * MS]
+    one = pap.table3(tied).query("mode == 'one-late'").set_index(["label", "max_delay"])
+    assert one.loc[("slt", 0.05), "verdict"] == "tie" and not one.loc[("slt", 0.05), "better"]
+    assert "≈" in pap.table3_markdown(pap.table3(tied))
+    crowded = pap.table3(summary.assign(oversubscribed=True))
+    assert not crowded["better"].any()
+    assert set(crowded.query("label != 'ring'")["verdict"]) == {"oversubscribed"}
+    assert "‡" in pap.table3_markdown(crowded)

@@ -92,16 +92,30 @@ def table3(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for key, g in d.groupby(GROUP + ["size"], sort=True):
         for mode, gm in _by_mode(g):
-            ref = gm[gm["label"] == REFERENCE].set_index("max_delay")["mean"]
+            refs = gm[gm["label"] == REFERENCE].set_index("max_delay")
+            ref = refs["mean"]
             for r in gm.itertuples(index=False):
                 ring = float(ref.get(r.max_delay, math.nan))
+                ring_lo = float(refs["ci_low"].get(r.max_delay, math.nan))
+                ring_hi = float(refs["ci_high"].get(r.max_delay, math.nan))
+                crowded = str(getattr(r, "oversubscribed", "")).lower() == "true"
+                if r.label == REFERENCE:
+                    verdict = ""
+                elif crowded:
+                    verdict = "oversubscribed"  # ranks shared cores: no win or loss drawn
+                elif r.ci_high < ring_lo:
+                    verdict = "faster"
+                elif r.ci_low > ring_hi:
+                    verdict = "slower"
+                else:
+                    verdict = "tie"  # the 95% CIs overlap
                 rows.append({**dict(zip(GROUP + ["size"], key)), "mode": mode,
                              "label": r.label, "algorithm": r.algorithm,
                              "knowledge": r.knowledge, "max_delay": float(r.max_delay),
                              "mean": r.mean, "ci_low": r.ci_low, "ci_high": r.ci_high,
                              "n": r.n, "status": r.status, "ring_mean": ring,
                              "speedup": ring / r.mean if ring == ring else math.nan,
-                             "better": bool(r.label != REFERENCE and r.mean < ring)})
+                             "better": verdict == "faster", "verdict": verdict})
     return pd.DataFrame(rows)
 
 
@@ -114,7 +128,11 @@ def table4(df: pd.DataFrame, algorithm: str = "prr") -> pd.DataFrame:
     t = t3[t3["algorithm"] == algorithm].copy()
     t["diff"] = t["mean"] - t["ring_mean"]
     return t[GROUP + ["mode", "label", "size", "max_delay", "mean", "ring_mean", "diff",
-                      "speedup", "better", "status"]].reset_index(drop=True)
+                      "speedup", "better", "verdict", "status"]].reset_index(drop=True)
+
+
+def _mark(verdict: str) -> str:
+    return {"tie": " ≈", "oversubscribed": " ‡"}.get(verdict, "")
 
 
 # ------------------------------------------------------------------------------- rendering
@@ -150,7 +168,8 @@ def _blocks3(t3: pd.DataFrame):
                     continue
                 nc = r.status == "not-converged"
                 times.append((_ms(r.mean), r.better, nc))
-                speed.append((f"{r.speedup:.2f}" if r.speedup == r.speedup else "n/a", r.better, False))
+                speed.append(((f"{r.speedup:.2f}" if r.speedup == r.speedup else "n/a")
+                              + _mark(r.verdict), r.better, False))
             body.append((label, times, speed))
         title = _block_title(key, f"{tables.format_size(key['size'])}, {key['mode']}")
         yield title, delays, body
@@ -175,7 +194,7 @@ def _blocks4(t4: pd.DataFrame):
                         speed.append(("", False, False))
                         continue
                     diff.append((f"{r.diff * 1e3:+.1f}".replace("-", "−"), r.better, False))
-                    speed.append((f"{r.speedup:.2f}", r.better, False))
+                    speed.append((f"{r.speedup:.2f}" + _mark(r.verdict), r.better, False))
                 body.append((tables.format_size(size), diff, speed))
             sections.append((mode, body))
         title = _block_title(key, f"{key['label']} vs ring")
@@ -189,10 +208,13 @@ def _md_cell(text, bold, dagger):
 
 NOTE3 = ("Each entry: the average elapsed time in ms (mean over repetitions of the mean over "
          "ranks) and, below, the speedup over the ring (ring / algorithm). Bold: faster than "
-         "the ring. Max delay in ms (0: no delay). † not converged to the requested precision.")
+         "the ring beyond noise (the 95% CIs do not overlap); ≈ a tie (they overlap); ‡ "
+         "oversubscribed (more ranks than cores: no win or loss drawn). Max delay in ms (0: no "
+         "delay). † not converged to the requested precision.")
 NOTE4 = ("Each entry: the difference of the average elapsed times in ms (algorithm − ring) "
-         "and, below, the speedup (ring / algorithm). Bold: faster than the ring. Max delay in "
-         "ms.")
+         "and, below, the speedup (ring / algorithm). Bold: faster than the ring beyond noise "
+         "(the 95% CIs do not overlap); ≈ a tie; ‡ oversubscribed (no win or loss drawn). Max "
+         "delay in ms.")
 
 
 def table3_markdown(t3: pd.DataFrame) -> str:

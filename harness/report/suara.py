@@ -108,9 +108,31 @@ def _native_refs(d: pd.DataFrame) -> pd.DataFrame:
         best = g.loc[g["mean"].idxmin()]
         rows.append({"library": key[0], "procs": key[1], "size": key[2], "dtype": key[3],
                      "op": key[4], "auto": float(auto["mean"].iloc[0]) if len(auto) else math.nan,
-                     "best": float(best["mean"]), "best_algorithm": best["algorithm"]})
+                     "auto_lo": float(auto["ci_low"].iloc[0]) if len(auto) else math.nan,
+                     "auto_hi": float(auto["ci_high"].iloc[0]) if len(auto) else math.nan,
+                     "best": float(best["mean"]), "best_algorithm": best["algorithm"],
+                     "best_lo": float(best["ci_low"]), "best_hi": float(best["ci_high"])})
     return pd.DataFrame(rows, columns=["library", "procs", "size", "dtype", "op", "auto", "best",
-                                       "best_algorithm"])
+                                       "best_algorithm", "auto_lo", "auto_hi", "best_lo",
+                                       "best_hi"])
+
+
+def _crowded(r) -> bool:
+    return str(r.get("oversubscribed", "")).lower() == "true"
+
+
+def _speedup(r, ref: str) -> str:
+    """SUARA2's speedup over a native reference with its verdict: ≈ when the two 95% CIs
+    overlap (a tie), ‡ when the launch was oversubscribed (no win or loss drawn)."""
+    t = r[ref]
+    if not np.isfinite(t):
+        return "–"
+    text = f"{t / r['mean']:.2f}"
+    if _crowded(r):
+        return text + " ‡"
+    if r["ci_high"] >= r[f"{ref}_lo"] and r["ci_low"] <= r[f"{ref}_hi"]:
+        return text + " ≈"
+    return text
 
 
 def _suara_auto(d: pd.DataFrame) -> pd.DataFrame:
@@ -139,8 +161,8 @@ def choice_table(d: pd.DataFrame, params: models.Params) -> pd.DataFrame:
             "predicted": _t(pred), "measured": _t(r["mean"]),
             "native AUTO": _t(r["auto"]), "BEST native": f"{_t(r['best'])} {style.short(str(r['best_algorithm']))}"
             if isinstance(r["best_algorithm"], str) else "–",
-            "speedup vs AUTO": f"{r['auto'] / r['mean']:.2f}" if np.isfinite(r["auto"]) else "–",
-            "speedup vs BEST": f"{r['best'] / r['mean']:.2f}" if np.isfinite(r["best"]) else "–",
+            "speedup vs AUTO": _speedup(r, "auto"),
+            "speedup vs BEST": _speedup(r, "best"),
         })
     return pd.DataFrame(rows, columns=["library", "P", "size", "grid", "combination", "model", "predicted",
                                        "measured", "native AUTO", "BEST native", "speedup vs AUTO",
@@ -265,6 +287,10 @@ def speedup_figure(d: pd.DataFrame, params: models.Params, how: str, path) -> li
         ax.set_title(style.library_title(lib))
     fig.legend(*axes[-1].get_legend_handles_labels(), loc="outside right upper",
                title=f"dotted: model\n({how})")
+    if len(s) and s.apply(_crowded, axis=1).any():
+        fig.text(0.01, -0.02, "‡ some launches had more ranks than cores (oversubscribed): "
+                 "their speedups are not comparable and claim no win or loss",
+                 fontsize=7, color="0.35", ha="left", va="top")
     return style.save(fig, path)
 
 
@@ -327,7 +353,9 @@ def make_suara(summary_csv, tables_dir, figures_dir) -> list[Path]:
     written = []
     written += write_plain_table(choice_table(d, params), tdir / "suara_choice",
                                  f"SUARA2's choice per P and message size: grid, combination, "
-                                 f"predicted (model: {how}) and measured time, against the native allreduce")
+                                 f"predicted (model: {how}) and measured time, against the native allreduce; "
+                                 f"speedup ≈: a tie (the 95% CIs overlap); ‡: oversubscribed "
+                                 f"(more ranks than cores), no win or loss drawn")
     written += write_plain_table(model_table(d, params), tdir / "model_vs_measured",
                                  f"Measured time of each classic algorithm against its Table 1 model ({how})")
     written += write_plain_table(params_table(params), tdir / "fitted_params",

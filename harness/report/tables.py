@@ -306,7 +306,7 @@ def to_markdown(table: pd.DataFrame, caption: str = "") -> str:
 
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
         "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-        "µ": r"$\mu$", "×": r"$\times$", "–": "--", "†": r"$^\dagger$", "‡": r"$^\ddagger$"}
+        "µ": r"$\mu$", "×": r"$\times$", "–": "--", "†": r"$^\dagger$", "‡": r"$^\ddagger$", "≈": r"$\approx$"}
 
 
 def tex_escape(text: str) -> str:
