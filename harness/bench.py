@@ -88,6 +88,7 @@ class _Cell:
             self.base = self.pap.base
             if self.pap.knowledge == "online":
                 self.monitor = Monitor(comm, self.clock)
+        self.call, self.args = self.timed_call()
         self.t0 = self.wtime()
 
     def clock(self) -> float:
@@ -273,7 +274,6 @@ def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None,
                          finished=results.now())
             return entry, None
     m = _Cell(comm, cell, settings, seed, algorithm)
-    m.call, m.args = m.timed_call()
     procs = m.procs
     budget = (settings.get("oversubscribed_time_budget") or None) if oversubscribed else None
     if imb:
