@@ -179,7 +179,7 @@ class _Cell:
             self.window = min(2 * self.window, self.MAX_WINDOW)
         return self.every
 
-    def imb_batch(self, iterations: int, timed: bool = True) -> np.ndarray:
+    def imb_batch(self, iterations: int) -> np.ndarray:
         """IMB-MPI1's Allreduce kernel with its default ``-sync 1``: two barriers, then per
         iteration Wtime, the call, Wtime, one barrier, on the same buffers every time. The
         first and the last call are verified (the receive buffer holds the sentinel before
