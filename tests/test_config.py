@@ -57,6 +57,14 @@ MISTAKES = [
     (("libraries", "mpich", "partition"), "debug", "libraries.mpich: unknown key(s) 'partition'"),
     (("libraries", "mpich", "env"), {"BAD NAME": "1"}, "libraries.mpich.env"),
     (("experiments",), {}, "experiments"),
+    (("stopping", "launches"), 0, "stopping.launches"),
+    (("stopping", "max_volume"), "lots", "stopping.max_volume"),
+    (("stopping", "oversubscribed_time_budget"), "soon", "stopping.oversubscribed_time_budget"),
+    (("confirm", "rounds"), 0, "confirm.rounds"),
+    (("confirm", "time_budget"), 0, "confirm.time_budget"),
+    (("confirm", "colour"), 1, "confirm: unknown key(s) 'colour'"),
+    (("experiments", "e", "thread_level"), "many", "experiments.e.thread_level"),
+    (("experiments", "e", "timing"), "osu", "experiments.e.timing"),
 ]
 
 
