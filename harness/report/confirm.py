@@ -86,7 +86,12 @@ def figure(df: pd.DataFrame, path) -> list[Path]:
     fig, axes = plt.subplots(1, len(libs), figsize=(3.2 * len(libs), 2.8), squeeze=False,
                              sharey=True)
     for ax, lib in zip(axes[0], libs):
-        d = df[(df.library == lib)]
+        crowded = int(((df.library == lib) & (df.verdict == "oversubscribed")).sum())
+        # oversubscribed cells were not measured again: counted in a note, not drawn
+        d = df[(df.library == lib) & (df.verdict != "oversubscribed")]
+        if crowded:
+            ax.text(0.02, 0.02, f"+ {crowded} oversubscribed (no claim)", transform=ax.transAxes,
+                    fontsize=7, color="0.4")
         ax.axhline(1.0, color="0.3", lw=0.8)
         labels = []
         for i, (_, r) in enumerate(d.iterrows()):
