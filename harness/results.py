@@ -170,6 +170,8 @@ def summary_rows(doc: dict, settings: dict | None = None) -> list[dict]:
     """One summary row per cell of a run document."""
     prov = doc.get("provenance") or {}
     over = oversubscribed(prov)
+    # a cell the run never reached has no metric of its own: the run's setting names it
+    run_metric = (doc.get("settings") or settings or {}).get("metric", "mean")
     rows = []
     for entry in doc["cells"]:
         cell, st = entry["cell"], entry.get("stats") or {}
@@ -191,7 +193,7 @@ def summary_rows(doc: dict, settings: dict | None = None) -> list[dict]:
             # what the algorithm chose or counted (SUARA2's grid, message counts, ...)
             "record": json.dumps(entry["record"], sort_keys=True) if entry.get("record") else None,
             "library_version": prov.get("library_version"),
-            "metric": entry.get("metric"),
+            "metric": entry.get("metric") or run_metric,
             **{k: st.get(k) for k in ("n", "mean", "ci_low", "ci_high", "rel_halfwidth", "std",
                                       "median", "median_ci_low", "median_ci_high", "min", "max",
                                       "normality_p")},

@@ -14,7 +14,7 @@ conditions (dtype, op, delay, ...), one column per process count P:
   ranks than cores) a hatched one labelled "oversub.": neither is drawn as a win.
 
 ``make_all(summary_csv, tables_dir, figures_dir)`` writes ``figures_dir/auto_vs_best_<library>
-.{png,pdf}`` per library (``..._<conditions>`` when several conditions exist) and
+.{png,pdf}`` per library (and ``..._<conditions>`` when several conditions exist) and
 ``tables_dir/auto_vs_best.{md,tex,csv}``; returns the written paths.
 
 CLI: ``python -m harness.report.figures SUMMARY_CSV TABLES_DIR FIGURES_DIR``.
@@ -311,11 +311,14 @@ def _slug(ctx: dict, cols) -> str:
     return "_".join(parts).replace("/", "-")
 
 
-def make_all(summary_csv, tables_dir, figures_dir) -> list[Path]:
-    """Per library in ``summary_csv``: ``figures_dir/auto_vs_best_<library>.{png,pdf}`` (one
-    file per set of conditions when the library's rows hold several, suffixed with the varying
-    ones only, e.g. ``_none`` / ``_one-late_max_delay-1.00ms``); and
-    ``tables_dir/auto_vs_best.{md,tex,csv}`` for all libraries. Returns the paths."""
+def make_all(summary_csv, tables_dir, figures_dir, libraries=None) -> list[Path]:
+    """Per library: ``figures_dir/auto_vs_best_<library>.{png,pdf}``; when the library's rows
+    hold several sets of conditions, that file draws the set with the most timed cells and
+    every set also gets a file suffixed with the varying conditions (e.g. ``_none`` /
+    ``_one-late_max_delay-1.00ms``). ``libraries``: those whose figure must exist (the plan's);
+    one without a native row gets a figure saying so. Also ``tables_dir/auto_vs_best.{md,tex,
+    csv}`` for all libraries. Returns the paths. Failed, wrong and timeout cells never stop
+    it: they are listed, not drawn."""
     d = tables.load_summary(summary_csv)
     d = d[d["algorithm"].str.startswith("native:")]
     written: list[Path] = []
@@ -325,15 +328,25 @@ def make_all(summary_csv, tables_dir, figures_dir) -> list[Path]:
                "AUTO included) per library, process count P and message size"
                + (f"; {ctx}." if ctx else "."))
     written += tables.write_table(table, Path(tables_dir) / "auto_vs_best", caption)
-    for lib in sorted(d["library"].unique(), key=style.library_sort_key):
+    libs = set(d["library"]) | set(libraries or ())
+    for lib in sorted(libs, key=style.library_sort_key):
         dl = d[d["library"] == lib]
+        main = Path(figures_dir) / f"auto_vs_best_{lib}"
+        if dl.empty:
+            written += style.placeholder(main, f"{style.library_title(lib)}: AUTO vs forced "
+                                         "allreduce algorithms", "no native cell of this library "
+                                         "in the summary")
+            continue
         vary = tables.varying(dl, FIGURE_CONTEXT)
         if not vary:
-            written += auto_vs_best_figure(dl, lib, Path(figures_dir) / f"auto_vs_best_{lib}")
+            written += auto_vs_best_figure(dl, lib, main)
             continue
-        for _, g in dl.groupby(vary, dropna=False, sort=True):
+        groups = [g for _, g in dl.groupby(vary, dropna=False, sort=True)]
+        for g in groups:
             slug = _slug(tables.constants(g, FIGURE_CONTEXT), vary)
             written += auto_vs_best_figure(g, lib, Path(figures_dir) / f"auto_vs_best_{lib}_{slug}")
+        richest = max(groups, key=lambda g: int(tables.timed_mask(g).sum()))  # first on ties
+        written += auto_vs_best_figure(richest, lib, main)
     return written
 
 

@@ -59,12 +59,25 @@ def _json(text) -> dict:
     return {}
 
 
+def _from_params(params: dict, procs) -> dict:
+    try:
+        ppn = int(params["ppn"])
+        return {"layout": params.get("layout", "emulated"), "ppn": ppn,
+                "n_nodes": -(-int(procs) // ppn)}
+    except (KeyError, TypeError, ValueError):
+        return {}
+
+
 def load(summary_csv) -> pd.DataFrame:
     """The node-aware rows of a summary, with ``ppn``, ``n_nodes`` and the counts as columns."""
     d = pd.read_csv(summary_csv)
     d = d[d["algorithm"].isin(ALGORITHMS)].copy()
     rec = d["record"].map(_json) if "record" in d else pd.Series([{}] * len(d), index=d.index)
-    d = d[rec.map(lambda r: "layout" in r)].copy()
+    # a cell that never finished has no record: its layout and ppn come from its parameters
+    params = d["params"].map(_json) if "params" in d else pd.Series([{}] * len(d), index=d.index)
+    rec = pd.Series([r if "layout" in r else _from_params(p, procs)
+                     for r, p, procs in zip(rec, params, d["procs"])], index=d.index, dtype=object)
+    d = d.loc[rec.map(lambda r: "layout" in r).astype(bool)].copy()
     rec = rec[d.index]
     for key in ("ppn", "n_nodes", "inter_msgs", "intra_msgs", "inter_bytes", "intra_bytes",
                 "inter_msgs_total", "intra_msgs_total", "inter_steps"):
@@ -98,6 +111,14 @@ def _pivot(d: pd.DataFrame, keys) -> pd.DataFrame:
     out = out.reset_index()
     for a in ALGORITHMS:
         for v in ("mean", "ci_low", "ci_high"):
+            if f"{a}_{v}" not in out:
+                out[f"{a}_{v}"] = np.nan
+    # cells without a time (failed, wrong, timeout) show their status instead
+    status = d.pivot_table(index=keys, columns="algorithm", values="status", aggfunc="last")
+    status.columns = [f"{a}_status" for a in status.columns]
+    out = out.merge(status.reset_index(), on=keys, how="outer") if len(out) else status.reset_index()
+    for a in ALGORITHMS:
+        for v in ("mean", "ci_low", "ci_high", "status"):
             if f"{a}_{v}" not in out:
                 out[f"{a}_{v}"] = np.nan
     out["speedup_vs_rd"] = out["recursive_doubling_mean"] / out["nap_mean"]
@@ -183,14 +204,17 @@ def write_times(table: pd.DataFrame, base: Path) -> list[Path]:
     header = ["ppn", "P", "nodes n", "size", "RD", "SMP", "NAP", "NAP speedup vs RD",
               "NAP speedup vs SMP"]
 
-    def t(v):
-        return tables.format_time(v)[0] if isinstance(v, float) and math.isfinite(v) else ""
+    def t(v, status=None):
+        if isinstance(v, float) and math.isfinite(v):
+            return tables.format_time(v)[0]
+        return str(status) if isinstance(status, str) else ""
 
     def x(v):
         return f"{v:.2f}×" if isinstance(v, float) and math.isfinite(v) else ""
 
     rows = [[_int(r.ppn), _int(r.procs), _int(r.n_nodes), tables.format_size(r.size),
-             t(r.recursive_doubling_mean), t(r.smp_mean), t(r.nap_mean), x(r.speedup_vs_rd),
+             t(r.recursive_doubling_mean, r.recursive_doubling_status), t(r.smp_mean, r.smp_status),
+             t(r.nap_mean, r.nap_status), x(r.speedup_vs_rd),
              x(r.speedup_vs_smp)] for r in table.itertuples(index=False)]
     caption = ("Mean time per allreduce of RD, SMP and NAP and NAP's speedup (time of the other "
                "/ time of NAP), per processes per node, P and message size.")

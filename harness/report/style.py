@@ -197,3 +197,17 @@ def save(fig, path_without_ext) -> list[Path]:
             raise
         written.append(final)
     return written
+
+
+def placeholder(path_without_ext, title: str, text: str) -> list[Path]:
+    """A figure that says why there is nothing to draw (``text``), under ``title``; written
+    like ``save``. The report's declared files exist whatever the data."""
+    from matplotlib.figure import Figure
+
+    setup()
+    fig = Figure(figsize=(6.0, 2.2), layout="constrained")
+    ax = fig.subplots()
+    ax.set_axis_off()
+    ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True, color="0.3")
+    fig.suptitle(title)
+    return save(fig, path_without_ext)

@@ -58,6 +58,11 @@ def prepare(df: pd.DataFrame) -> pd.DataFrame:
     for col, val in defaults.items():
         if col not in d.columns:
             d[col] = val
+        elif col in CONTEXT and d[col].isna().any():
+            # a cell that never ran (failed before its first repetition) may lack a condition:
+            # it takes the one the other cells share (else the default), not one of its own
+            known = d[col].dropna()
+            d[col] = d[col].fillna(known.mode().iloc[0] if len(known) else val)
     for col in ("ci_low", "ci_high"):
         if col not in d.columns:
             d[col] = np.nan

@@ -24,7 +24,7 @@ rule report:
     run:
         from harness.report.figures import make_all
 
-        make_all(input[0], RES + "/tables", FIG)
+        make_all(input[0], RES + "/tables", FIG, libraries=NATIVE_LIBRARIES)
 
 
 rule report_suara:
