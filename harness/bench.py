@@ -467,8 +467,13 @@ def _resume(spec: dict, rank: int):
     progress, raw_path = Path(spec["outputs"]["progress"]), Path(spec["outputs"]["raw"])
     if rank != 0 or not progress.is_file():
         return None, []
-    doc = results.read_json(progress)
-    if doc.get("run_id") != spec["run_id"] or doc.get("settings") != spec["settings"]:
+    try:
+        doc = results.read_json(progress)
+    except ValueError as exc:
+        print(f"harness.bench: {progress}: unreadable ({type(exc).__name__}); the run is "
+              f"measured from its start", file=sys.stderr, flush=True)
+        return None, []
+    if not isinstance(doc, dict) or doc.get("run_id") != spec["run_id"] or doc.get("settings") != spec["settings"]:
         return None, []
     doc["cells"] = [c for c in doc["cells"] if c["status"] not in ("failed", "timeout")]
     done = [c["cell_id"] for c in doc["cells"]]
@@ -478,7 +483,14 @@ def _resume(spec: dict, rank: int):
         import pyarrow.compute as pc
         import pyarrow.parquet as pq
 
-        table = pq.read_table(raw_path)
+        try:
+            table = pq.read_table(raw_path)
+        except (OSError, ValueError, pa.ArrowException) as exc:
+            # the repetitions of the finished cells are lost: they are measured again
+            print(f"harness.bench: {raw_path}: unreadable ({type(exc).__name__}); its "
+                  f"{len(done)} measured cell(s) are measured again", file=sys.stderr, flush=True)
+            doc["cells"] = []
+            return doc, []
         raw = [table.filter(pc.is_in(table["cell_id"], value_set=pa.array(done)))]
     return doc, raw
 

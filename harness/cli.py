@@ -370,11 +370,82 @@ def cmd_status(args, parser) -> int:
     return 0
 
 
+def _campaign_plan(args, parser):
+    """(config, run ids, cell ids) of ``--configfile`` when it defines ``args.campaign``; with
+    no ``--configfile``, the default config's when its campaign is that one, else Nones."""
+    from . import config as _config
+
+    try:
+        cfg = _config.load(args.configfile)
+    except _config.ConfigError as exc:
+        if args.configfile:
+            parser.error(f"argument --configfile: {exc}")
+        return None, None, None
+    if cfg.campaign != args.campaign:
+        if args.configfile:
+            parser.error(f"argument --configfile: {args.configfile} defines campaign "
+                         f"{cfg.campaign!r}, not {args.campaign!r}")
+        return None, None, None
+    runs = plan.expand(cfg)
+    return cfg, {r.run_id for r in runs}, {c.cell_id for r in runs for c in r.cells}
+
+
+def _store(args, parser) -> results.CampaignStore:
+    store = results.CampaignStore(paths.results_root(), args.campaign)
+    if not store.dir.is_dir():
+        parser.error(f"argument campaign: no results at {store.dir}")
+    return store
+
+
+def cmd_check(args, parser) -> int:
+    """Validate a campaign's store; non-zero on any inconsistency."""
+    from . import check
+
+    store = _store(args, parser)
+    _, runs, keep = _campaign_plan(args, parser)
+    rep = check.check_store(store, runs=runs, keep=keep)
+    print(check.render(store, rep))
+    return 0 if rep.ok else 1
+
+
+def cmd_retry(args, parser) -> int:
+    """Reset the runs with failed or timeout cells, then run the workflow again."""
+    from . import retry
+
+    store = _store(args, parser)
+    cfg, runs, _ = _campaign_plan(args, parser)
+    if cfg is None:
+        parser.error(f"argument campaign: {args.configfile or 'config/experiments.yaml'} does not define "
+                     f"campaign {args.campaign!r}; pass the config it was run with "
+                     f"(--configfile)")
+    todo = retry.plan(store, runs=runs)
+    print(retry.describe(todo))
+    if args.dry_run:
+        return 0
+    for moved in retry.reset(store, todo):
+        print(f"  kept the old run document as {moved}")
+    if args.no_run:
+        print("now run the workflow (snakemake, or make) to measure them")
+        return 0
+    snakemake = Path(sys.executable).parent / "snakemake"
+    cmd = [str(snakemake), "--snakefile", str(paths.REPO_ROOT / "Snakefile")]
+    if args.configfile:
+        cmd += ["--configfile", str(Path(args.configfile).resolve())]
+    cmd += args.passthrough
+    print("$ " + " ".join(cmd), flush=True)
+    return subprocess.call(cmd, cwd=paths.REPO_ROOT)
+
+
 def cmd_exec(args, parser) -> int:
     """Execute a rendered run (the workflow's measure step)."""
     spec = results.read_json(args.spec)
     store = results.CampaignStore(Path(args.spec).resolve().parent.parent.parent, spec["campaign"])
-    outcome = runner.execute(store, spec, timeout=args.timeout)
+    try:
+        outcome = runner.execute(store, spec, timeout=args.timeout)
+    except OSError as exc:  # a full or read-only file system: one line, nothing half-written
+        print(f"harness exec: run {spec['run_id']}: cannot write "
+              f"{exc.filename or 'the results store'}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     print(f"run {spec['run_id']}: {outcome}")
     return 0
 
@@ -579,6 +650,35 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("status", help="a campaign's cells by status, fitting the cores or oversubscribed")
     p.add_argument("campaign", help="campaign name (results/<campaign>/summary.csv)")
     p.set_defaults(func=cmd_status)
+    p = sub.add_parser(
+        "check", help="validate a campaign's results store; exit 1 naming every inconsistency",
+        description="Check results/<campaign>/ against itself: every summary row has its run "
+                    "document and raw repetitions; n, mean, CI and status recomputed from the "
+                    "raw repetitions equal the stored ones; the stopping point is the first "
+                    "repetition where the rule held; no duplicate cells; provenance present; "
+                    "the job scripts' SHA-256 as recorded. A damaged run document is rebuilt "
+                    "from its journal where the journal holds it.")
+    p.add_argument("campaign", help="campaign name (results/<campaign>/)")
+    p.add_argument("--configfile", default=None,
+                   help="the campaign's config, to check only its planned runs (default: "
+                        "config/experiments.yaml when it defines this campaign)")
+    p.set_defaults(func=cmd_check)
+    p = sub.add_parser(
+        "retry", help="measure again the failed and timeout cells of a campaign, nothing else",
+        usage="harness retry [-h] [--configfile CONFIGFILE] [--dry-run] [--no-run] campaign "
+              "[-- SNAKEMAKE ARGUMENTS ...]",
+        description="Reset every run with failed or timeout cells (or a damaged file): its run "
+                    "document moves to results/<campaign>/retried/, then the workflow runs "
+                    "again. Runs resume from their journal, so cells that finished (ok, "
+                    "not-converged, wrong) are not measured again. Arguments after -- go to "
+                    "snakemake, e.g. `harness retry default -- --profile slurm`.")
+    p.add_argument("campaign", help="campaign name (results/<campaign>/)")
+    p.add_argument("--configfile", default=None,
+                   help="the config the campaign was run with (default config/experiments.yaml)")
+    p.add_argument("--dry-run", action="store_true", help="list what would be retried, change nothing")
+    p.add_argument("--no-run", action="store_true",
+                   help="reset the runs but do not start the workflow")
+    p.set_defaults(func=cmd_retry)
     p = sub.add_parser("algorithms", help="list every library's forcible algorithms")
     p.set_defaults(func=cmd_algorithms)
     p = sub.add_parser("install", help="install the MPI libraries' wheels under .mpi/ (idempotent)")
@@ -590,7 +690,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # `harness retry <c> -- <snakemake arguments>`: what follows -- goes to snakemake
+    passthrough = []
+    if argv[:1] == ["retry"] and "--" in argv:
+        i = argv.index("--")
+        argv, passthrough = argv[:i], argv[i + 1:]
     args = parser.parse_args(argv)
+    args.passthrough = passthrough
     sub = parser._subparsers._group_actions[0].choices[args.command]  # for one-line errors
     if args.command == "model":
         sub = sub._subparsers._group_actions[0].choices[args.model]

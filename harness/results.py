@@ -212,24 +212,67 @@ def summary_rows(doc: dict, settings: dict | None = None) -> list[dict]:
     return rows
 
 
-def rebuild_summary(store: CampaignStore, keep=None, runs=None):
-    """Rewrite ``summary.csv`` from every run document; the newest result of a (cell, launch)
-    wins, and a cell measured in several launches gets one row over them
-    (``harness.launches``). ``keep``: only these cell ids and ``runs``: only these run ids
-    (the workflow's plan), so results of an older config drop out."""
+class StoreError(Exception):
+    """A file of the results store that cannot be used; the message names it and the way out."""
+
+
+def _spec_of(store: CampaignStore, run_id: str) -> dict | None:
+    try:
+        return read_json(store.job_spec(run_id))
+    except (OSError, ValueError):
+        return None
+
+
+def load_run_doc(store: CampaignStore, run_id: str, log=None) -> dict:
+    """``runs/<run_id>.json``; when it does not parse, it is rebuilt from the run's journal
+    (``progress/<run_id>.json``, cells it lacks recorded ``failed``) and rewritten, with one
+    line to ``log``. Without a usable journal: ``StoreError`` naming the file and the remedy."""
+    path = store.run_doc(run_id)
+    try:
+        doc = read_json(path)
+        if not isinstance(doc, dict) or not isinstance(doc.get("cells"), list):
+            raise ValueError("not a run document (no list of cells)")
+        return doc
+    except ValueError as exc:
+        problem = f"{path}: unreadable ({type(exc).__name__}: {str(exc)[:80]})"
+    spec = _spec_of(store, run_id)
+    try:
+        journal = read_json(store.progress(run_id))
+        usable = isinstance(journal, dict) and isinstance(journal.get("cells"), list)
+    except (OSError, ValueError):
+        usable = False
+    if not usable or spec is None:
+        raise StoreError(f"{problem}; no journal to rebuild it from: move it away and run "
+                         f"`harness retry {store.campaign}` to measure its run again")
+    if journal.get("status") == "complete":
+        write_json(path, journal)
+        if log:
+            log(f"{problem}; rebuilt from {store.progress(run_id)} (the run was complete)")
+        return journal
+    doc = mark_unfinished({**spec, "outputs": {**spec["outputs"],
+                                               "progress": str(store.progress(run_id)),
+                                               "run": str(path)}},
+                          "failed", "the run document was damaged; rebuilt from the journal, "
+                          "this cell was not in it")
+    done = len([c for c in doc["cells"] if c["status"] != "failed"])
+    if log:
+        log(f"{problem}; rebuilt from {store.progress(run_id)} ({done} measured cells kept)")
+    return doc
+
+
+def summary_frame(store: CampaignStore, keep=None, runs=None, log=None):
+    """The summary table from every run document (see ``rebuild_summary``), not written."""
     import pandas as pd
 
-    from .launches import combine_frame
+    from .launches import LAUNCH_COLUMNS, combine_frame
 
     rows, settings = [], {}
     for path in sorted((store.dir / "runs").glob("*.json")):
         if runs is not None and path.stem not in runs:
             continue
-        doc = read_json(path)
+        doc = load_run_doc(store, path.stem, log=log)
         settings = doc.get("settings") or settings
         rows.extend(summary_rows(doc))
-    from .launches import LAUNCH_COLUMNS
-
     df = pd.DataFrame(rows, columns=[c for c in SUMMARY_COLUMNS if c not in LAUNCH_COLUMNS]
                       + ["launches_of"])
     if keep is not None:
@@ -246,5 +289,15 @@ def rebuild_summary(store: CampaignStore, keep=None, runs=None):
     if not df.empty:
         df = df.sort_values(["library", "algorithm", "procs", "size", "dtype", "op", "delay",
                              "max_delay"], kind="stable")
+    return df
+
+
+def rebuild_summary(store: CampaignStore, keep=None, runs=None, log=None):
+    """Rewrite ``summary.csv`` from every run document; the newest result of a (cell, launch)
+    wins, and a cell measured in several launches gets one row over them
+    (``harness.launches``). ``keep``: only these cell ids and ``runs``: only these run ids
+    (the workflow's plan), so results of an older config drop out. A damaged run document is
+    rebuilt from its journal (``load_run_doc``)."""
+    df = summary_frame(store, keep=keep, runs=runs, log=log)
     atomic_write_text(store.summary, df.to_csv(index=False))
     return df

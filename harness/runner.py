@@ -83,10 +83,34 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def _exclusive(store: results.CampaignStore, run_id: str):
+    """An exclusive lock on the run (``progress/<run>.lock``), held until the returned file
+    is closed: two attempts of one run (two workflows on one store, or an attempt left
+    running by a workflow that was killed) take turns, and the second resumes from the
+    first's journal instead of measuring the same cells beside it."""
+    import fcntl
+
+    path = store.progress(run_id).with_suffix(".lock")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fh = open(path, "a+")
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print(f"run {run_id}: another attempt is running; waiting for it to end", flush=True)
+        fcntl.flock(fh, fcntl.LOCK_EX)
+    return fh
+
+
 def execute(store: results.CampaignStore, spec: dict, timeout: float | None = None,
             stdout=None, stderr=None) -> str:
     """Run the job script; returns ``complete``, ``failed`` or ``timeout``. On a failure or a
-    timeout, the cells without a result are recorded with that status."""
+    timeout, the cells without a result are recorded with that status. One attempt of a run
+    at a time (``_exclusive``)."""
+    with _exclusive(store, spec["run_id"]):
+        return _execute(store, spec, timeout, stdout, stderr)
+
+
+def _execute(store, spec, timeout, stdout, stderr) -> str:
     script = store.job_script(spec["run_id"])
     if threading.current_thread() is threading.main_thread():  # a Snakemake `run:` block is not
         signal.signal(signal.SIGTERM, _interrupt)

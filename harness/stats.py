@@ -45,6 +45,24 @@ def t_quantile(confidence: float, dof: int) -> float:
     return float(_st.t.ppf((1.0 + confidence) / 2.0, dof))
 
 
+_T_TABLES: dict[float, np.ndarray] = {}
+
+
+def t_quantiles(confidence: float, upto: int) -> np.ndarray:
+    """``t_quantile(confidence, dof)`` for every dof < len(result) (at least ``upto`` + 1;
+    index 0 is NaN), computed in one vectorised call and grown by doubling: the stopping rule
+    looks one up per repetition, and a scalar ``ppf`` (about 80 us) between timed calls would
+    disturb them."""
+    table = _T_TABLES.get(confidence)
+    if table is None or len(table) <= upto:
+        n = max(1024, 2 * upto + 2, 2 * (len(table) if table is not None else 0))
+        dof = np.arange(n, dtype=float)
+        with np.errstate(invalid="ignore"):
+            table = _st.t.ppf((1.0 + confidence) / 2.0, np.where(dof > 0, dof, np.nan))
+        _T_TABLES[confidence] = table
+    return table
+
+
 def half_width(samples, confidence: float) -> float:
     """Half-width of the Student-t confidence interval of the mean (NaN below two samples)."""
     x = np.asarray(samples, dtype=float)
@@ -79,11 +97,12 @@ class Running:
     between timed calls evicts caches and shows up in the next call's time.
     ``decide`` gives what ``decide(samples, ...)`` gives on the same samples."""
 
-    __slots__ = ("rule", "n", "mean", "m2", "max_reps")
+    __slots__ = ("rule", "n", "mean", "m2", "max_reps", "t")
 
     def __init__(self, rule: StoppingRule, max_reps: int | None = None):
         self.rule, self.n, self.mean, self.m2 = rule, 0, 0.0, 0.0
         self.max_reps = rule.max_reps if max_reps is None else max_reps
+        self.t = t_quantiles(rule.confidence, min(self.max_reps, 1 << 20))
 
     def add(self, x: float) -> None:
         self.n += 1
@@ -95,7 +114,10 @@ class Running:
         n, rule = self.n, self.rule
         if n < max(rule.min_reps, 2):
             return False
-        hw = t_quantile(rule.confidence, n - 1) * math.sqrt(max(self.m2, 0.0) / (n - 1) / n)
+        t = self.t
+        if n - 1 >= len(t):
+            t = self.t = t_quantiles(rule.confidence, n - 1)
+        hw = float(t[n - 1]) * math.sqrt(max(self.m2, 0.0) / (n - 1) / n)
         return hw <= rule.precision * abs(self.mean)
 
     def decide(self, elapsed: float, budget: float | None = None) -> str | None:

@@ -38,7 +38,11 @@ class Campaign:
         script, spec = runner.prepare(run, lib, self.store, self.settings(), seed=self.cfg.seed,
                                       plugins=self.cfg.plugins, config_hash=self.cfg.digest,
                                       launches=int(self.cfg.stopping.get("launches", 1)))
-        runner.write(self.store, script, spec)
+        try:
+            runner.write(self.store, script, spec)
+        except OSError as exc:  # a full or read-only file system
+            raise OSError(exc.errno, f"cannot write the job script of run {run_id} under "
+                                     f"{self.store.dir / 'jobs'}: {exc.strerror}") from None
 
     def confirm_groups(self) -> dict:
         """Groups of the confirmation stage (``harness.confirm``), none when it is disabled."""

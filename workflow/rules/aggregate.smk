@@ -1,4 +1,6 @@
-# Stage 3: one summary row per cell of the campaign, from the run documents.
+# Stage 3: one summary row per cell of the campaign, from the run documents; then the store
+# is validated (harness/check.py, findings in check.json). A damaged run document is rebuilt
+# from its journal; an inconsistency stops the workflow here, naming the file and the remedy.
 
 localrules: aggregate
 
@@ -8,6 +10,17 @@ rule aggregate:
     output:
         RES + "/summary.csv",
     run:
-        from harness.results import rebuild_summary
+        from harness import check
+        from harness.results import StoreError, rebuild_summary
 
-        rebuild_summary(CAMPAIGN.store, keep=CAMPAIGN.cell_ids, runs=set(CAMPAIGN.runs))
+        try:
+            rebuild_summary(CAMPAIGN.store, keep=CAMPAIGN.cell_ids, runs=set(CAMPAIGN.runs),
+                            log=print)
+        except StoreError as exc:
+            raise WorkflowError(str(exc)) from None
+        found = check.check_store(CAMPAIGN.store, runs=set(CAMPAIGN.runs), keep=CAMPAIGN.cell_ids)
+        check.write(CAMPAIGN.store, found)
+        print(check.render(CAMPAIGN.store, found))
+        if not found.ok:
+            raise WorkflowError(f"results store {RES} is inconsistent ({len(found.problems)} "
+                                f"problem(s), listed above and in {RES}/check.json)")

@@ -1,0 +1,341 @@
+"""A fault campaign: ranks killed in each stage of a run, a rank hanging in MPI_Init, the
+workflow itself interrupted (SIGTERM, SIGKILL) in each stage, two workflows on one campaign,
+damaged files, a full and a read-only file system. Each test asserts that the campaign
+completes (after `harness retry` or a rerun where the fault needs one), that nothing finished
+is lost or measured twice, that the report is built and that `harness check` holds."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import HARNESS, REPO
+from test_workflow import SNAKEMAKE, env_for, snakemake, summary
+
+FAULTS = str(REPO / "tests" / "plugins" / "faults.py")
+HANG_INIT = str(REPO / "tests" / "plugins" / "hang_init")
+STOP = {"min_reps": 3, "max_reps": 6, "precision": 0.5, "warmup": 1, "time_budget": "20s"}
+
+
+def config(tmp_path, experiments, name="config.yaml", **top):
+    doc = {"campaign": "wf", "stopping": STOP, "plugins": [FAULTS],
+           "confirm": {"enabled": False}, "experiments": experiments, **top}
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def store(tmp_path):
+    return tmp_path / "results" / "wf"
+
+
+def run_docs(tmp_path):
+    return {p.stem: json.loads(p.read_text()) for p in (store(tmp_path) / "runs").glob("*.json")}
+
+
+def finished_cells(tmp_path):
+    """(cell, finished) of every cell a run finished: a cell measured again changes its stamp."""
+    return {(c["cell_id"], c["finished"]) for d in run_docs(tmp_path).values()
+            for c in d["cells"] if c["status"] not in ("failed", "timeout")}
+
+
+def harness_cmd(tmp_path, *args, timeout=900):
+    return subprocess.run(HARNESS + list(args), env=env_for(tmp_path), capture_output=True,
+                          text=True, timeout=timeout, cwd=REPO)
+
+
+def check_ok(tmp_path, cfg):
+    out = harness_cmd(tmp_path, "check", "wf", "--configfile", str(cfg))
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert "consistent" in out.stdout
+
+
+def report_built(tmp_path, libraries=("mpich",)):
+    figs = tmp_path / "figures" / "wf"
+    for lib in libraries:
+        assert (figs / f"auto_vs_best_{lib}.png").stat().st_size > 0
+    assert (store(tmp_path) / "tables" / "auto_vs_best.md").is_file()
+
+
+def retry(tmp_path, cfg):
+    return harness_cmd(tmp_path, "retry", "wf", "--configfile", str(cfg), "--",
+                       "--directory", str(tmp_path / "work"))
+
+
+def test_ranks_killed_in_each_stage_then_retried(tmp_path):
+    """Rank 1 is killed once in prepare, the warm-up, a measured repetition and the counting
+    call of four cells of one run; each `harness retry` measures the failed cells only."""
+    cfg = config(tmp_path, {
+        "die": {"libraries": ["mpich"], "algorithms": ["test:die", "ring"], "procs": [2],
+                "sizes": ["8B"], "params": {"die": ["prepare", "warmup", "measure", "count"]}},
+        "native": {"libraries": ["mpich"], "algorithms": ["native:auto", "native:ring"],
+                   "procs": [2], "sizes": ["8B"]}})
+    out = snakemake(tmp_path, cfg)
+    assert out.returncode == 0, out.stderr[-3000:]
+    report_built(tmp_path)
+    df = summary(tmp_path)
+    assert len(df) == 10 and (df.status == "failed").any()
+    assert df[df.status == "failed"].error.str.contains("status").all()
+    check_ok(tmp_path, cfg)
+    for attempt in range(6):
+        before = finished_cells(tmp_path)
+        out = retry(tmp_path, cfg)
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+        after = finished_cells(tmp_path)
+        assert before <= after  # nothing finished was lost or measured again
+        if "nothing to retry" in out.stdout:
+            break
+    else:
+        pytest.fail("the failed cells did not all get measured in 6 retries")
+    df = summary(tmp_path)
+    assert set(df.status) <= {"ok", "not-converged"}, df[["algorithm", "params", "status"]]
+    stages = {json.loads(p)["die"] for p in df[df.algorithm == "test:die"].params}
+    assert stages == {"prepare", "warmup", "measure", "count"}
+    assert len(list((tmp_path / "results").glob(".died-*"))) == 4  # each fault happened
+    assert len(list((store(tmp_path) / "retried").glob("*.json"))) >= 4
+    report_built(tmp_path)
+    check_ok(tmp_path, cfg)
+
+
+def test_rank_hanging_in_mpi_init_times_out_then_retried(tmp_path):
+    cfg = config(tmp_path, {
+        "a": {"libraries": ["mpich"], "algorithms": ["native:auto", "native:ring"],
+              "procs": [2], "sizes": ["8B", "64B"]}}, run_walltime="15s")
+    env = env_for(tmp_path)
+    env.update(PYTHONPATH=HANG_INIT, HARNESS_TEST_HANG_INIT="1")
+    t0 = time.time()
+    out = subprocess.run(SNAKEMAKE + ["--snakefile", str(REPO / "Snakefile"), "--directory",
+                                      str(tmp_path / "work"), "--configfile", str(cfg)],
+                         env=env, capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert time.time() - t0 < 180
+    df = summary(tmp_path)
+    assert (df.status == "timeout").all() and df.error.str.contains("wall-time").all()
+    report_built(tmp_path)
+    out = retry(tmp_path, cfg)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "4 timeout" in out.stdout
+    df = summary(tmp_path)
+    assert set(df.status) <= {"ok", "not-converged"}
+    check_ok(tmp_path, cfg)
+
+
+def _start(tmp_path, cfg):
+    return subprocess.Popen(
+        SNAKEMAKE + ["--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path / "work"),
+                     "--configfile", str(cfg)],
+        env=env_for(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=REPO, start_new_session=True)
+
+
+def _wait_for(cond, timeout=300):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+SLOW = {"slow": {"libraries": ["mpich"], "algorithms": ["test:slow"], "procs": [2],
+                 "sizes": ["8B", "64B", "1KiB"], "params": {"sleep": 0.3}},
+        "native": {"libraries": ["mpich"], "algorithms": ["native:auto", "native:ring",
+                                                          "native:recursive_doubling"],
+                   "procs": [2], "sizes": ["8B"]}}
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGKILL"])
+@pytest.mark.parametrize("stage", ["measure", "report"])
+def test_workflow_killed_then_rerun(tmp_path, sig, stage):
+    """The workflow killed (only its own process, as an out-of-memory killer would) while a
+    run measures, or while the report is drawn; the rerun loses and repeats nothing."""
+    cfg = config(tmp_path, SLOW)
+    proc = _start(tmp_path, cfg)
+    res = store(tmp_path)
+    if stage == "measure":
+        # a run has finished cells in its journal, at least one run is over
+        hit = _wait_for(lambda: (res / "runs").is_dir() and len(list((res / "runs").glob("*"))) >= 1
+                        and any(len(json.loads(p.read_text() or "{}").get("cells", [])) >= 1
+                                for p in (res / "progress").glob("*.json")
+                                if p.stem not in {q.stem for q in (res / "runs").glob("*.json")}))
+    else:
+        hit = _wait_for(lambda: (res / "summary.csv").is_file())
+    assert hit, "the campaign did not reach the stage"
+    os.kill(proc.pid, getattr(signal, sig))
+    proc.wait(timeout=120)
+    before = finished_cells(tmp_path)
+    # a run the killed workflow left running finishes on its own; the rerun waits for it
+    first = snakemake(tmp_path, cfg)
+    log = first.stdout + first.stderr
+    if first.returncode != 0:
+        assert "LockException" in log or "locked" in log, log[-3000:]
+        unlock = snakemake(tmp_path, cfg, "--unlock")
+        assert unlock.returncode == 0, unlock.stderr[-2000:]
+        first = snakemake(tmp_path, cfg)
+        log = first.stdout + first.stderr
+    assert first.returncode == 0, log[-3000:]
+    after = finished_cells(tmp_path)
+    assert before <= after
+    df = summary(tmp_path)
+    assert len(df) == 6 and set(df.status) <= {"ok", "not-converged"}
+    # no cell measured twice: one result per cell in the run documents
+    ids = [c["cell_id"] for d in run_docs(tmp_path).values() for c in d["cells"]]
+    assert len(ids) == len(set(ids)) == 6
+    report_built(tmp_path)
+    check_ok(tmp_path, cfg)
+
+
+def test_two_workflows_on_one_campaign(tmp_path):
+    """A second workflow in the same work directory is refused by Snakemake's lock; a third
+    in another work directory (Snakemake's lock does not see it) runs beside the first: runs
+    take turns (a lock per run) and nothing is measured twice."""
+    cfg = config(tmp_path, SLOW)
+    first = _start(tmp_path, cfg)
+    assert _wait_for(lambda: any((store(tmp_path) / "progress").glob("*.json"))
+                     if (store(tmp_path) / "progress").is_dir() else False)
+    same = snakemake(tmp_path, cfg)
+    assert same.returncode != 0
+    assert "LockException" in same.stdout + same.stderr
+    other = subprocess.run(
+        SNAKEMAKE + ["--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path / "w2"),
+                     "--configfile", str(cfg)],
+        env=env_for(tmp_path), capture_output=True, text=True, timeout=600, cwd=REPO)
+    log = first.communicate(timeout=600)[0]
+    assert first.returncode == 0, log[-3000:]
+    assert other.returncode == 0, other.stderr[-3000:]
+    df = summary(tmp_path)
+    assert len(df) == 6 and set(df.status) <= {"ok", "not-converged"}
+    ids = [c["cell_id"] for d in run_docs(tmp_path).values() for c in d["cells"]]
+    assert len(ids) == len(set(ids)) == 6
+    check_ok(tmp_path, cfg)
+
+
+SMALL = {"a": {"libraries": ["mpich"], "algorithms": ["native:auto", "native:ring"],
+               "procs": [2], "sizes": ["8B"]}}
+MORE = {**SMALL, "b": {"libraries": ["mpich"], "algorithms": ["native:auto", "native:ring"],
+                       "procs": [2], "sizes": ["4KiB"]}}
+
+
+def _tree(root: Path) -> dict:
+    return {p: p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _intact(root: Path):
+    """Every JSON and Parquet file parses, and no temporary file is left behind."""
+    import pyarrow.parquet as pq
+
+    for p in root.rglob("*"):
+        assert not p.name.startswith("."), f"temporary file left: {p}"
+        if p.suffix == ".json":
+            json.loads(p.read_text())
+        elif p.suffix == ".parquet":
+            pq.read_table(p)
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    mnt = tmp_path / "fs"
+    mnt.mkdir()
+    up = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3M", "tmpfs", str(mnt)],
+                        capture_output=True, text=True)
+    assert up.returncode == 0, f"mount tmpfs (root is needed): {up.stderr}"
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def _env_on(tmp_path, mnt):
+    env = env_for(tmp_path)
+    env["HARNESS_RESULTS"] = str(mnt / "results")
+    return env
+
+
+def _snakemake_on(tmp_path, mnt, cfg):
+    return subprocess.run(SNAKEMAKE + ["--snakefile", str(REPO / "Snakefile"), "--directory",
+                                       str(tmp_path / "work"), "--configfile", str(cfg)],
+                          env=_env_on(tmp_path, mnt), capture_output=True, text=True,
+                          timeout=600, cwd=REPO)
+
+
+@pytest.mark.parametrize("fault", ["full", "read-only"])
+def test_full_or_read_only_results_file_system(tmp_path, small_fs, fault):
+    """The campaign ran; then its file system fills up (or turns read-only) and a larger
+    config runs: a clear error naming the problem, nothing already written damaged, no
+    half-written file."""
+    first = _snakemake_on(tmp_path, small_fs, config(tmp_path, SMALL))
+    assert first.returncode == 0, first.stderr[-3000:]
+    res = small_fs / "results" / "wf"
+    kept = _tree(res)
+    if fault == "full":
+        subprocess.run(["dd", "if=/dev/zero", f"of={small_fs / 'filler'}", "bs=64k"],
+                       capture_output=True)
+    else:
+        ro = subprocess.run(["mount", "-o", "remount,ro", str(small_fs)], capture_output=True,
+                            text=True)
+        assert ro.returncode == 0, ro.stderr
+    out = _snakemake_on(tmp_path, small_fs, config(tmp_path, MORE, name="more.yaml"))
+    log = out.stdout + out.stderr
+    assert out.returncode != 0
+    wanted = "No space left on device" if fault == "full" else "Read-only file system"
+    assert wanted in log, log[-3000:]
+    assert "cannot write" in log, log[-3000:]
+    for path, data in kept.items():  # nothing written before is changed or gone
+        assert path.read_bytes() == data, path
+    _intact(res)
+
+
+def test_damaged_run_document_is_rebuilt_from_its_journal(tmp_path):
+    cfg = config(tmp_path, SMALL)
+    assert snakemake(tmp_path, cfg).returncode == 0
+    docs = sorted((store(tmp_path) / "runs").glob("*.json"))
+    good = docs[0].read_text()
+    docs[0].write_text(good[: len(good) // 2])  # truncated, as by a crash without rename
+    out = harness_cmd(tmp_path, "check", "wf", "--configfile", str(cfg))
+    assert out.returncode == 0, out.stdout
+    assert f"recovered: {docs[0]}: unreadable" in out.stdout and "rebuilt from" in out.stdout
+    assert json.loads(docs[0].read_text())["cells"] == json.loads(good)["cells"]
+    # without the journal: one line naming the file and the remedy, in check and aggregate
+    docs[0].write_text("{")
+    (store(tmp_path) / "progress" / docs[0].name).unlink()
+    out = harness_cmd(tmp_path, "check", "wf", "--configfile", str(cfg))
+    assert out.returncode == 1
+    assert f"{docs[0]}: unreadable" in out.stdout and "harness retry wf" in out.stdout
+    agg = snakemake(tmp_path, cfg, "--forcerun", "aggregate")
+    assert agg.returncode != 0
+    assert f"{docs[0]}: unreadable" in agg.stderr and "Traceback" not in agg.stderr
+    # the remedy: retry measures that run again
+    out = retry(tmp_path, cfg)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert len(summary(tmp_path)) == 2
+    check_ok(tmp_path, cfg)
+
+
+def test_check_names_every_inconsistency(tmp_path):
+    cfg = config(tmp_path, SMALL)
+    assert snakemake(tmp_path, cfg).returncode == 0
+    check_ok(tmp_path, cfg)
+    res = store(tmp_path)
+    s = pd.read_csv(res / "summary.csv")
+    s.loc[0, "mean"] = s.loc[0, "mean"] * 1.5
+    s = pd.concat([s, s.iloc[[1]]])
+    s.to_csv(res / "summary.csv", index=False)
+    doc_path = sorted((res / "runs").glob("*.json"))[0]
+    doc = json.loads(doc_path.read_text())
+    doc["cells"][0]["stats"]["ci_high"] *= 2
+    doc["cells"][0]["status"] = "ok" if doc["cells"][0]["status"] != "ok" else "not-converged"
+    doc["provenance"].pop("library_version")
+    doc_path.write_text(json.dumps(doc))
+    script = res / "jobs" / f"{doc_path.stem}.sh"
+    script.write_text(script.read_text() + "\n# edited\n")
+    out = harness_cmd(tmp_path, "check", "wf", "--configfile", str(cfg))
+    assert out.returncode == 1
+    text = out.stdout
+    for needle in ("appears more than once", "mean", "ci_high", "stopping rule",
+                   "provenance lacks library_version", "SHA-256 differs"):
+        assert needle in text, f"{needle!r} not in:\n{text}"
