@@ -370,6 +370,11 @@ def cmd_status(args, parser) -> int:
     return 0
 
 
+def _campaign_args(p, config_help: str) -> None:
+    p.add_argument("campaign", help="campaign name (results/<campaign>/)")
+    p.add_argument("--configfile", default=None, help=config_help)
+
+
 def _campaign_plan(args, parser):
     """(config, run ids, cell ids) of ``--configfile`` when it defines ``args.campaign``; with
     no ``--configfile``, the default config's when its campaign is that one, else Nones."""
@@ -423,7 +428,7 @@ def cmd_retry(args, parser) -> int:
     if args.dry_run:
         return 0
     for moved in retry.reset(store, todo):
-        print(f"  kept the old run document as {moved}")
+        print(f"  moved aside: {moved}")
     if args.no_run:
         print("now run the workflow (snakemake, or make) to measure them")
         return 0
@@ -658,10 +663,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "repetition where the rule held; no duplicate cells; provenance present; "
                     "the job scripts' SHA-256 as recorded. A damaged run document is rebuilt "
                     "from its journal where the journal holds it.")
-    p.add_argument("campaign", help="campaign name (results/<campaign>/)")
-    p.add_argument("--configfile", default=None,
-                   help="the campaign's config, to check only its planned runs (default: "
-                        "config/experiments.yaml when it defines this campaign)")
+    _campaign_args(p, "the campaign's config, to check only its planned runs (default: "
+                      "config/experiments.yaml when it defines this campaign)")
     p.set_defaults(func=cmd_check)
     p = sub.add_parser(
         "retry", help="measure again the failed and timeout cells of a campaign, nothing else",
@@ -672,9 +675,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "again. Runs resume from their journal, so cells that finished (ok, "
                     "not-converged, wrong) are not measured again. Arguments after -- go to "
                     "snakemake, e.g. `harness retry default -- --profile slurm`.")
-    p.add_argument("campaign", help="campaign name (results/<campaign>/)")
-    p.add_argument("--configfile", default=None,
-                   help="the config the campaign was run with (default config/experiments.yaml)")
+    _campaign_args(p, "the config the campaign was run with (default config/experiments.yaml)")
     p.add_argument("--dry-run", action="store_true", help="list what would be retried, change nothing")
     p.add_argument("--no-run", action="store_true",
                    help="reset the runs but do not start the workflow")

@@ -2,7 +2,7 @@
 
 A run whose document lists ``failed`` or ``timeout`` cells, or whose document or raw file is
 damaged beyond recovery, is reset: its run document moves to ``retried/`` (kept, with a time
-stamp), so the workflow runs it again. The run's journal (``progress/``) stays: the bench
+stamp), and so does the summary, so the workflow (any way it is started) runs it again. The run's journal (``progress/``) stays: the bench
 resumes from it and measures only the cells it lacks, so an ``ok``, ``not-converged`` or
 ``wrong`` cell is never measured twice.
 """
@@ -61,12 +61,16 @@ def plan(store: results.CampaignStore, runs=None) -> list[Reset]:
 
 
 def reset(store: results.CampaignStore, todo: list[Reset]) -> list[Path]:
-    """Move the run documents of ``todo`` to ``retried/<run>-<time>.json``; returns where."""
-    stamp = results.now().replace(":", "").replace("+0000", "Z")
+    """Move the run documents of ``todo`` to ``retried/<run>-<time>.json``, and the summary
+    beside them (Snakemake does not remake a missing run document while the summary built
+    from it is there; the summary is rebuilt from the run documents). Returns where."""
+    stamp = results.now().replace(":", "").replace("+00:00", "Z")
     moved = []
-    for r in todo:
-        src = store.run_doc(r.run_id)
-        dst = store.dir / "retried" / f"{r.run_id}-{stamp}.json"
+    sources = [(store.run_doc(r.run_id), f"{r.run_id}-{stamp}.json") for r in todo]
+    if todo and store.summary.is_file():
+        sources.append((store.summary, f"summary-{stamp}.csv"))
+    for src, name in sources:
+        dst = store.dir / "retried" / name
         dst.parent.mkdir(parents=True, exist_ok=True)
         os.replace(src, dst)
         moved.append(dst)

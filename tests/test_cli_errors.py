@@ -40,3 +40,22 @@ def test_help_lists_every_dimension():
     for opt in ["--library", "--algorithm", "--procs", "--size", "--dtype", "--op", "--delay",
                 "--max-delay", "--late-rank", "--campaign", "--dry-run", "--precision"]:
         assert opt in out.stdout
+
+
+@pytest.mark.parametrize("command", ["check", "retry", "status"])
+def test_campaign_commands_name_a_missing_campaign(results_root, command):
+    out = harness(command, "nosuch")
+    assert out.returncode == 2, out
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "campaign" in lines[0] and "nosuch" in lines[0], out.stderr
+
+
+def test_retry_refuses_a_config_of_another_campaign(results_root, tmp_path):
+    (results_root / "other").mkdir(parents=True)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("campaign: mine\nexperiments:\n  a: {libraries: [mpich], algorithms: "
+                   "['native:auto'], procs: [2], sizes: [8B]}\n")
+    out = harness("retry", "other", "--configfile", str(cfg))
+    assert out.returncode == 2, out
+    assert "--configfile" in out.stderr and "'mine'" in out.stderr and "'other'" in out.stderr
+    assert list((results_root / "other").iterdir()) == []
