@@ -226,6 +226,11 @@ def test_node_set_down_mid_run_then_back_and_rerun(tmp_path):
         subprocess.run(["scontrol", "update", "nodename=n2", "state=resume"],
                        capture_output=True, text=True)
     first_log = proc.communicate(timeout=600)[0]
+    # the fault happened: Slurm ended (or requeued) the job that ran on the node
+    acct = subprocess.run(["sacct", "-D", "-X", "-n", "-P", "--name", run_uuid(first_log), "-o",
+                           "State"], capture_output=True, text=True, timeout=60)
+    assert {"NODE_FAIL", "REQUEUED", "FAILED", "CANCELLED"} & set(acct.stdout.split()), \
+        acct.stdout + first_log[-3000:]
     before = {(c["cell_id"], c["finished"])
               for p in (res / "progress").glob("*.json")
               for c in json.loads(p.read_text())["cells"] if c["status"] not in ("failed", "timeout")}
