@@ -351,3 +351,20 @@ def test_check_names_every_inconsistency(tmp_path):
     for needle in ("appears more than once", "mean", "ci_high", "stopping rule",
                    "provenance lacks library_version", "SHA-256 differs"):
         assert needle in text, f"{needle!r} not in:\n{text}"
+
+
+def test_damaged_raw_file_is_named_and_measured_again(tmp_path):
+    cfg = config(tmp_path, SMALL)
+    assert snakemake(tmp_path, cfg).returncode == 0
+    raw = sorted((store(tmp_path) / "raw").glob("*.parquet"))[0]
+    raw.write_bytes(raw.read_bytes()[:100])
+    out = harness_cmd(tmp_path, "check", "wf", "--configfile", str(cfg))
+    assert out.returncode == 1
+    assert f"{raw}: unreadable" in out.stdout and "harness retry wf" in out.stdout
+    out = retry(tmp_path, cfg)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert f"{raw}: unreadable" in out.stdout  # why the run was reset
+    assert "measured again" in out.stdout + out.stderr  # the bench's one line
+    df = summary(tmp_path)
+    assert len(df) == 2 and set(df.status) <= {"ok", "not-converged"}
+    check_ok(tmp_path, cfg)
