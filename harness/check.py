@@ -62,6 +62,13 @@ def _close(a, b, rel: float = 1e-9) -> bool:
     return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
 
 
+def _fmt(v) -> str:
+    try:
+        return "none" if v is None else f"{float(v):.9g}"
+    except (TypeError, ValueError):
+        return repr(v)
+
+
 def _read_raw(path: Path, rep: Report):
     import pyarrow.parquet as pq
 
@@ -115,8 +122,8 @@ def _check_entry(where: str, entry: dict, reps, settings: dict, rep: Report) -> 
     again = stats.summarize(values, float(settings["confidence"]))
     for key in COMPARED:
         if not _close(st.get(key), again[key]):
-            rep.add(where, f"{key} {st.get(key)!r} in the run document, {again[key]!r} from "
-                           f"the raw repetitions")
+            rep.add(where, f"{key} {_fmt(st.get(key))} in the run document, "
+                           f"{_fmt(again[key])} from the raw repetitions")
     stop = stopping_point(values, settings)
     if entry["status"] == "ok" and stop != n:
         rep.add(where, f"status ok after {n} repetitions, but the stopping rule first held at "
@@ -211,8 +218,8 @@ def check_store(store: results.CampaignStore, runs=None, keep=None) -> Report:
                                    f"{b['status']} in the run documents")
         for key in COMPARED:
             if not _close(a[key], b[key]) and not (pd.isna(a[key]) and pd.isna(b[key])):
-                rep.add(store.summary, f"cell {cid}: {key} {a[key]!r} in the summary, "
-                                       f"{b[key]!r} from the run documents")
+                rep.add(store.summary, f"cell {cid}: {key} {_fmt(a[key])} in the summary, "
+                                       f"{_fmt(b[key])} from the run documents")
     return rep
 
 
