@@ -2,7 +2,7 @@
 
 Source: E. Nuriyev, R. R. Manumachu, S. Aseeri, M. K. Verma, A. L. Lastovetsky, "SUARA: a
 scalable universal allreduce communication algorithm for acceleration of parallel deep
-learning applications", JPDC 2023 (``/work/shared/papers/suara-nuriyev-2023.md``).
+learning applications", JPDC 2023 (references: ``docs/papers.md``).
 Equation numbers below are the paper's.
 
 Every model is linear in its parameters: ``T_a(P, m) = alpha_a*A + beta_a*B + gamma*G`` with

@@ -1,5 +1,5 @@
 """Node-aware allreduce algorithms (family ``node-aware``): NAP and SMP (Bienz, Olson and
-Gropp, "Node-aware improvements to allreduce", ``/work/shared/papers/node-aware-allreduce-bienz.md``).
+Gropp, "Node-aware improvements to allreduce"; references: ``docs/papers.md``).
 
 Both read the node layout from the cell's parameters (``harness.layout``: ``layout: real``,
 the default, or ``layout: emulated`` with ``ppn``) and build their whole communication
