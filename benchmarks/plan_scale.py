@@ -25,6 +25,7 @@ BIN = Path(sys.executable).parent
 def main(argv=None):
     doc = {
         "campaign": "scale",
+        "launch": "srun",  # a cluster's campaign: P up to 48
         "experiments": {
             "paper": {
                 "libraries": ["mpich", "openmpi", "impi"],

@@ -77,6 +77,8 @@ def _add_run(sub):
     p.add_argument("--algorithm", default="native:auto",
                    help="native:<name> (the library's own, forced) or a harness algorithm")
     p.add_argument("--procs", "-n", type=_int_at_least(1), default=4, help="number of MPI processes P")
+    p.add_argument("--oversubscribe", action="store_true",
+                   help="allow more than 4 ranks per core of this machine")
     p.add_argument("--size", type=_typed(parse_size, "size"), default="1MiB",
                    help="message size per rank, e.g. 8B, 64KiB, 4MiB")
     p.add_argument("--dtype", choices=DTYPES, default="float64")
@@ -125,11 +127,19 @@ def _add_run(sub):
     p.add_argument("--plugin", action="append", default=[],
                    help="Python file registering extra algorithms (repeatable)")
     p.add_argument("--dry-run", action="store_true", help="print the job script, write nothing")
+    g = p.add_argument_group("a campaign's cell")
+    g.add_argument("--cell", default=None, metavar="CELL_ID",
+                   help="measure this cell of --campaign again with the campaign's own settings "
+                        "(every other option is ignored) and replace its result")
+    g.add_argument("--configfile", default=None,
+                   help="with --cell: the campaign's config (default config/experiments.yaml)")
     p.set_defaults(func=cmd_run)
 
 
 def cmd_run(args, parser) -> int:
     err = lambda msg: parser.error(msg)  # noqa: E731
+    if args.cell:
+        return _rerun_cell(args, parser)
     try:
         lib = libraries.get_library(args.library)
     except KeyError as exc:
@@ -147,6 +157,11 @@ def cmd_run(args, parser) -> int:
     elif args.algorithm not in harness_names():
         err(f"argument --algorithm: unknown algorithm {args.algorithm!r}; valid: "
             + ", ".join(lib.native_names() + harness_names()))
+    from .config import OVERSUBSCRIBE_FACTOR, too_many_ranks
+
+    if lib.local and not args.oversubscribe and too_many_ranks(args.procs):
+        err(f"argument --procs: {args.procs} ranks on this machine's {os.cpu_count()} cores is "
+            f"more than {OVERSUBSCRIBE_FACTOR} per core; add --oversubscribe to run it anyway")
     if args.late_rank >= args.procs:
         err(f"argument --late-rank: {args.late_rank} is not a rank of P={args.procs} "
             f"(expected 0..{args.procs - 1})")
@@ -230,6 +245,39 @@ def cmd_run(args, parser) -> int:
         return 1
     r = row.iloc[0]
     _print_row(r, store)
+    return 0 if r.status in ("ok", "not-converged") else 1
+
+
+def _rerun_cell(args, parser) -> int:
+    """``--campaign <c> --cell <id>``: the campaign's cell measured again with its settings."""
+    from . import config as _config
+    from . import rerun
+    from .workflow import Campaign
+
+    if args.campaign == "adhoc":
+        parser.error("argument --cell: name the campaign the cell belongs to (--campaign)")
+    import yaml
+
+    path = Path(args.configfile or _config.DEFAULT_CONFIG)
+    try:
+        with open(path) as fh:
+            campaign = Campaign(yaml.safe_load(fh), source=str(path))
+    except (OSError, yaml.YAMLError, _config.ConfigError) as exc:
+        parser.error(f"argument --configfile: {path}: {getattr(exc, 'strerror', None) or exc}")
+    if campaign.cfg.campaign != args.campaign:
+        parser.error(f"argument --campaign: {path} defines campaign {campaign.cfg.campaign!r}, "
+                     f"not {args.campaign!r} (--configfile)")
+    try:
+        updated = rerun.rerun(campaign, args.cell, timeout=campaign.cfg.run_walltime)
+    except rerun.UnknownCell as exc:
+        parser.error(f"argument --cell: {exc}")
+    # the row the next aggregate will write (summary.csv itself is left to the workflow, so
+    # that `snakemake` rebuilds the aggregate, its check, and the report)
+    df = results.summary_frame(campaign.store, keep={args.cell}, runs=set(campaign.runs))
+    r = df.iloc[0]
+    _print_row(r, campaign.store)
+    print(f"  replaced in run(s) {', '.join(updated)}; now `snakemake` rebuilds summary.csv "
+          f"and the report (nothing is measured)")
     return 0 if r.status in ("ok", "not-converged") else 1
 
 
@@ -341,10 +389,13 @@ def cmd_plan(args, parser) -> int:
           f"experiments are measured once" + (f"; {launches} launches of each run" if launches > 1
                                               else "") + ")")
     if args.runs:
+        cores = os.cpu_count() or 1
         for r in runs:
+            local = cfg.launch != "srun" and not cfg.libraries.get(r.library)
             forced = " ".join(f"{k}={v}" for k, v in r.env) or "-"
+            over = (f"  {r.procs / cores:.1f} ranks/core" if local and r.procs > cores else "")
             print(f"{r.run_id}  {r.library:8} P={r.procs:<4} nodes={r.nodes:<3} "
-                  f"launch={r.launch:<3} {len(r.cells):>5} cells  {forced}")
+                  f"launch={r.launch:<3} {len(r.cells):>5} cells  {forced}{over}")
     return 0
 
 

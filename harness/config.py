@@ -9,6 +9,7 @@ found and what was expected: ``experiments.demo.sizes[1]: expected a size such a
 from __future__ import annotations
 
 import copy
+import os
 import hashlib
 import json
 from dataclasses import dataclass
@@ -50,6 +51,14 @@ def _with_defaults(validator_class):
 
 
 _Validator = _with_defaults(jsonschema.Draft7Validator)
+
+
+OVERSUBSCRIBE_FACTOR = 4  # ranks per core a local launch may start without being told to
+
+
+def too_many_ranks(procs: int) -> bool:
+    """More ranks than ``OVERSUBSCRIBE_FACTOR`` per core of this machine."""
+    return procs > OVERSUBSCRIBE_FACTOR * (os.cpu_count() or 1)
 
 
 def schema() -> dict:
@@ -150,6 +159,12 @@ def validate(doc, source: str = "config", base: Path | None = None) -> Config:
             if p < e["nodes"]:
                 raise ConfigError(f"{source}: {where}.procs[{i}]: {p} processes cannot span "
                                   f"{e['nodes']} nodes")
+            local = doc["launch"] != "srun" and not any(
+                (doc["libraries"] or {}).get(lib) for lib in e["libraries"])
+            if local and not e["oversubscribe"] and too_many_ranks(p):
+                raise ConfigError(f"{source}: {where}.procs[{i}]: {p} ranks on this machine's "
+                                  f"{os.cpu_count()} cores is more than {OVERSUBSCRIBE_FACTOR} "
+                                  f"per core; set {where}.oversubscribe: true to run it anyway")
         experiments.append(Experiment(
             name=name, libraries=tuple(e["libraries"]), algorithms=tuple(e["algorithms"]),
             procs=tuple(e["procs"]), nodes=e["nodes"], sizes=sizes, dtypes=tuple(e["dtypes"]),

@@ -59,3 +59,13 @@ def test_retry_refuses_a_config_of_another_campaign(results_root, tmp_path):
     assert out.returncode == 2, out
     assert "--configfile" in out.stderr and "'mine'" in out.stderr and "'other'" in out.stderr
     assert list((results_root / "other").iterdir()) == []
+
+
+def test_a_local_run_past_four_ranks_per_core_is_refused(results_root):
+    import os
+
+    big = 4 * (os.cpu_count() or 1) + 1
+    out = harness("run", "--procs", str(big))
+    assert out.returncode == 2 and not results_root.exists()
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"--procs: {big} ranks" in lines[0] and "--oversubscribe" in lines[0]

@@ -148,3 +148,20 @@ def test_a_nested_parameter_value_is_refused():
     doc["experiments"]["e"]["params"] = {"grid": {"rows": 2}}
     with pytest.raises(config.ConfigError, match=r"experiments\.e\.params\.grid"):
         config.validate(doc)
+
+
+def test_a_local_launch_past_four_ranks_per_core_is_refused(tmp_path):
+    import os
+
+    big = 4 * (os.cpu_count() or 1) + 1
+    doc = copy.deepcopy(BASE)
+    doc["experiments"]["e"]["procs"] = [2, big]
+    with pytest.raises(config.ConfigError) as exc:
+        config.validate(doc)
+    msg = str(exc.value)
+    assert f"experiments.e.procs[1]: {big} ranks" in msg and "oversubscribe: true" in msg
+    doc["experiments"]["e"]["oversubscribe"] = True
+    config.validate(doc)
+    del doc["experiments"]["e"]["oversubscribe"]
+    doc["launch"] = "srun"  # a cluster's launch is not limited by this machine's cores
+    config.validate(doc)
