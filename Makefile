@@ -32,7 +32,8 @@ mpi: $(STAMP)
 campaign: setup
 	$(BIN)/snakemake
 	@c=$$($(BIN)/python -c 'from harness.config import load; print(load().campaign)'); \
-	  $(BIN)/harness status $$c && echo "summary: results/$$c/summary.csv"
+	  $(BIN)/harness status $$c && echo "summary: results/$$c/summary.csv" && \
+	  echo "report:  results/$$c/report/index.html"
 
 # a small local demo: one cell per library through `harness run`
 demo: setup

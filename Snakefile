@@ -26,6 +26,7 @@ include: "workflow/rules/measure.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/confirm.smk"
+include: "workflow/rules/page.smk"
 
 rule all:
     default_target: True
@@ -36,3 +37,4 @@ rule all:
         rules.report_node_aware.output if NODE_AWARE else [],
         rules.report_pap.output if HAS_PAP else [],
         rules.report_confirm.output if CONFIRM_GROUPS else [],
+        RES + "/report/index.html",

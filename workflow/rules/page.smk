@@ -1,0 +1,26 @@
+# Stage 6: the campaign's report page (harness/report/page.py), results/<c>/report/index.html:
+# one self-contained HTML file with the provenance, the cells by status, every table and
+# figure of the stages above with its caption, and a sortable table of the cells.
+
+localrules: report_page
+
+PAGE_INPUTS = [
+    RES + "/summary.csv",
+    rules.report.output,
+    rules.report_suara.output if SUARA else [],
+    rules.report_node_aware.output if NODE_AWARE else [],
+    rules.report_pap.output if HAS_PAP else [],
+    rules.report_confirm.output if CONFIRM_GROUPS else [],
+]
+
+rule report_page:
+    input:
+        PAGE_INPUTS,
+    output:
+        RES + "/report/index.html",
+    run:
+        from harness.report.page import make_page
+
+        given = [str(p) for p in (workflow.overwrite_configfiles or [])]
+        make_page(CAMPAIGN, output[0], RES + "/tables", FIG,
+                  configfile=given[-1] if given else None)
