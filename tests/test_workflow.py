@@ -139,3 +139,19 @@ def test_invalid_config_fails_before_any_job(tmp_path):
     assert out.returncode != 0
     assert "experiments.e.dtypes[0]" in out.stderr + out.stdout
     assert not (tmp_path / "results").exists()
+
+
+def test_own_config_file_is_not_merged_with_the_default(tmp_path):
+    """`snakemake --configfile mine.yaml` runs mine.yaml's experiments only: none of
+    config/experiments.yaml's (whose runs have 4 to 12 ranks) is planned."""
+    cfg = write_config(tmp_path, {
+        "mine": {"libraries": ["mpich"], "algorithms": ["native:auto"], "procs": [2],
+                 "sizes": ["8B"]}})
+    out = snakemake(tmp_path, cfg, "-n")
+    assert out.returncode == 0, out.stderr[-3000:]
+    log = out.stdout + out.stderr
+    assert log.count("rule measure:") == 1, log[-3000:]
+    plan_out = subprocess.run([sys.executable, "-m", "harness.cli", "plan", "--config", str(cfg)],
+                              capture_output=True, text=True, cwd=REPO)
+    assert f"({cfg}," in plan_out.stdout and "mine" in plan_out.stdout
+    assert "auto-vs-best" not in plan_out.stdout
