@@ -123,6 +123,10 @@ class CampaignStore:
     def progress(self, run_id: str) -> Path:
         return self.dir / "progress" / f"{run_id}.json"
 
+    def log(self, run_id: str) -> Path:
+        """The job script's error output, every attempt appended."""
+        return self.dir / "logs" / f"{run_id}.log"
+
     @property
     def summary(self) -> Path:
         return self.dir / "summary.csv"

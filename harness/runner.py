@@ -7,11 +7,13 @@ cells the run did not finish as ``failed`` or ``timeout``.
 
 from __future__ import annotations
 
+import collections
 import os
 import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 from . import __version__, paths, results, templates
@@ -110,31 +112,130 @@ def execute(store: results.CampaignStore, spec: dict, timeout: float | None = No
         return _execute(store, spec, timeout, stdout, stderr)
 
 
+START_RETRIES = 2  # launches that died before the bench began, launched again this many times
+BENCH_REFUSED = 3  # harness.bench's exit status when the launch cannot run the spec
+
+
 def _execute(store, spec, timeout, stdout, stderr) -> str:
-    script = store.job_script(spec["run_id"])
     if threading.current_thread() is threading.main_thread():  # a Snakemake `run:` block is not
         signal.signal(signal.SIGTERM, _interrupt)
-    proc = subprocess.Popen(["bash", str(script)], stdout=stdout, stderr=stderr,
-                            start_new_session=True)
-    try:
-        rc = proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        results.mark_unfinished(spec, "timeout", f"run exceeded its wall-time limit of {timeout:g} s")
-        return "timeout"
-    except KeyboardInterrupt:
-        # interrupted from outside (Ctrl-C, the workflow stopping): not a result of the run;
-        # the journal stays, and the next attempt resumes from it
-        _kill_group(proc)
-        raise
+    deadline = None if timeout is None else time.monotonic() + timeout
+    for attempt in range(START_RETRIES + 1):
+        left = None if deadline is None else max(1.0, deadline - time.monotonic())
+        journal = _stamp(Path(spec["outputs"]["progress"]))
+        rc, said = _launch(store, spec, left, stdout, stderr)
+        if rc is None:
+            results.mark_unfinished(spec, "timeout",
+                                    f"run exceeded its wall-time limit of {timeout:g} s")
+            return "timeout"
+        # A launch that failed before the bench wrote its journal died in the launcher or in
+        # MPI's start-up (a transient fault of the kind clusters have, e.g. a rank killed, a
+        # PMI exchange garbled): it measured nothing, so it is launched again. The bench's
+        # own refusals (thread level, rank count) exit BENCH_REFUSED and are not retried.
+        if rc not in (0, BENCH_REFUSED) and attempt < START_RETRIES \
+                and _stamp(Path(spec["outputs"]["progress"])) == journal:
+            print(f"harness: run {spec['run_id']}: the launch died before measuring (status {rc}); "
+                  f"launching again ({attempt + 2} of {START_RETRIES + 1})", file=sys.stderr,
+                  flush=True)
+            continue
+        break
     if rc != 0:
-        results.mark_unfinished(spec, "failed", f"job script exited with status {rc}")
+        results.mark_unfinished(spec, "failed", f"job script exited with status {rc}"
+                                + (f"; its error output ({store.log(spec['run_id'])}): {said}"
+                                   if said else ""))
         return "failed"
     final = Path(spec["outputs"]["run"])
     if not final.is_file() or results.read_json(final).get("status") != "complete":
         results.mark_unfinished(spec, "failed", "job script exited 0 but did not finish the run")
         return "failed"
     return "complete"
+
+
+def _stamp(path: Path):
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_ino
+
+
+def _launch(store, spec, timeout, stdout, stderr) -> tuple[int | None, str]:
+    """One launch of the job script: (exit status or None past ``timeout``, what its error
+    output says)."""
+    tail = None
+    if stderr is None:  # pass the script's stderr through, and keep its last lines for the record
+        stderr, tail = subprocess.PIPE, _Tail(sys.stderr, store.log(spec["run_id"]))
+    proc = subprocess.Popen(["bash", str(store.job_script(spec["run_id"]))], stdout=stdout,
+                            stderr=stderr, start_new_session=True)
+    if tail:
+        tail.follow(proc.stderr)
+    try:
+        rc = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        rc = None
+    except KeyboardInterrupt:
+        # interrupted from outside (Ctrl-C, the workflow stopping): not a result of the run;
+        # the journal stays, and the next attempt resumes from it
+        _kill_group(proc)
+        raise
+    finally:
+        if tail:
+            tail.join()
+    return rc, (tail.text() if tail else "")
+
+
+class _Tail:
+    """Copies a child's stderr to ``sink`` and to ``log`` line by line, and keeps what a failed
+    run's record should say: the first lines that look like an error and the last lines (the
+    launcher's last words)."""
+
+    FIRST, LAST, CHARS = 3, 6, 900
+    ERRORISH = ("error", "fatal", "abort", "traceback", "exception", "assert", "killed", "signal")
+
+    def __init__(self, sink, log: Path):
+        self.sink, self.log, self.thread = sink, log, None
+        self.first: list[str] = []
+        self.last: collections.deque = collections.deque(maxlen=self.LAST)
+
+    def follow(self, stream) -> None:
+        self.thread = threading.Thread(target=self._copy, args=(stream,), daemon=True)
+        self.thread.start()
+
+    def _copy(self, stream) -> None:
+        try:
+            self.log.parent.mkdir(parents=True, exist_ok=True)
+            log = open(self.log, "a", encoding="utf-8")
+            log.write(f"== attempt started {results.now()} ==\n")
+        except OSError:
+            log = None
+        with stream:
+            for raw in iter(stream.readline, b""):
+                line = raw.decode(errors="replace")
+                for out in (self.sink, log):
+                    try:
+                        if out is not None:
+                            out.write(line)
+                            out.flush()
+                    except (OSError, ValueError):
+                        pass
+                line = line.strip()
+                if not line:
+                    continue
+                if len(self.first) < self.FIRST and any(w in line.lower() for w in self.ERRORISH):
+                    self.first.append(line)
+                self.last.append(line)
+        if log is not None:
+            log.close()
+
+    def join(self) -> None:
+        if self.thread:
+            self.thread.join(timeout=10)
+
+    def text(self) -> str:
+        lines = self.first + [line for line in self.last if line not in self.first]
+        said = " | ".join(lines)
+        return said if len(said) <= self.CHARS else said[:self.CHARS] + "..."
 
 
 def fresh(spec: dict) -> None:

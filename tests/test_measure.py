@@ -3,6 +3,7 @@
 import hashlib
 import json
 import os
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -107,6 +108,23 @@ def test_run_that_dies_keeps_finished_cells(results_root):
     assert by_id[cells[1].cell_id]["status"] == "failed"
     assert by_id[cells[2].cell_id]["status"] == "failed"
     assert "exited with status" in by_id[cells[2].cell_id]["error"]
+    # the record keeps the run's last error output: why it died
+    assert "rank 0 leaves with status 17" in by_id[cells[2].cell_id]["error"], by_id[cells[2].cell_id]["error"]
+
+
+def test_launch_dying_in_start_up_is_launched_again(results_root, monkeypatch, capfd):
+    """A launch whose rank is killed before MPI_Init (a transient start-up fault) measured
+    nothing: the runner launches it again, says so, and the run completes; the run's error
+    output of both launches is kept in logs/<run>.log."""
+    marker = results_root.parent / "died-in-init"
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent / "plugins" / "hang_init"))
+    monkeypatch.setenv("HARNESS_TEST_DIE_INIT", str(marker))
+    cells = [Cell("mpich", "native:auto", 2, 64)]
+    outcome, doc, store = execute_run(results_root, "mpich", cells)
+    assert marker.exists()  # the fault happened
+    assert outcome == "complete" and doc["cells"][0]["status"] in ("ok", "not-converged")
+    assert "the launch died before measuring" in capfd.readouterr().err
+    assert store.log(doc["run_id"]).read_text().count("== attempt started") == 2
 
 
 def test_run_past_its_wall_time_is_killed_and_marked_timeout(results_root):

@@ -1,6 +1,7 @@
 """Test-only algorithms that misbehave, loaded with ``--plugin`` (never part of the harness)."""
 
 import os
+import sys
 import time
 
 from harness.algorithms import register
@@ -23,6 +24,7 @@ def noop(comm, sendbuf, recvbuf, op, ctx):
 def crash(comm, sendbuf, recvbuf, op, ctx):
     """Kills the process group the first time it is called on rank 0."""
     if comm.Get_rank() == 0:
+        print("test:crash: rank 0 leaves with status 17", file=sys.stderr, flush=True)
         os._exit(17)
     comm.Allreduce(sendbuf, recvbuf, op)
 
