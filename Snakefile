@@ -19,13 +19,15 @@ FIG = str(CAMPAIGN.figures)
 
 wildcard_constraints:
     run="r[0-9a-f]{12}",
-    group="[A-Za-z0-9_.-]+"
+    group="[A-Za-z0-9_.-]+",
+    library="[a-z0-9_]+"
 
 include: "workflow/rules/jobscripts.smk"
 include: "workflow/rules/measure.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/confirm.smk"
+include: "workflow/rules/tune.smk"
 include: "workflow/rules/page.smk"
 
 rule all:
@@ -37,4 +39,5 @@ rule all:
         rules.report_node_aware.output if NODE_AWARE else [],
         rules.report_pap.output if HAS_PAP else [],
         rules.report_confirm.output if CONFIRM_GROUPS else [],
+        rules.report_tuned.output if TUNE_LIBS else [],
         RES + "/report/index.html",

@@ -256,17 +256,7 @@ def _rerun_cell(args, parser) -> int:
 
     if args.campaign == "adhoc":
         parser.error("argument --cell: name the campaign the cell belongs to (--campaign)")
-    import yaml
-
-    path = Path(args.configfile or _config.DEFAULT_CONFIG)
-    try:
-        with open(path) as fh:
-            campaign = Campaign(yaml.safe_load(fh), source=str(path))
-    except (OSError, yaml.YAMLError, _config.ConfigError) as exc:
-        parser.error(f"argument --configfile: {path}: {getattr(exc, 'strerror', None) or exc}")
-    if campaign.cfg.campaign != args.campaign:
-        parser.error(f"argument --campaign: {path} defines campaign {campaign.cfg.campaign!r}, "
-                     f"not {args.campaign!r} (--configfile)")
+    campaign = _load_campaign(args.configfile, args.campaign, parser, "--campaign")
     try:
         updated = rerun.rerun(campaign, args.cell, timeout=campaign.cfg.run_walltime)
     except rerun.UnknownCell as exc:
@@ -421,6 +411,26 @@ def cmd_status(args, parser) -> int:
     return 0
 
 
+def _load_campaign(configfile, name: str, parser, arg: str):
+    """The ``harness.workflow.Campaign`` of ``configfile`` (default config/experiments.yaml),
+    which must define campaign ``name``; else a one-line error naming ``arg``."""
+    import yaml
+
+    from . import config as _config
+    from .workflow import Campaign
+
+    path = Path(configfile or _config.DEFAULT_CONFIG)
+    try:
+        with open(path) as fh:
+            campaign = Campaign(yaml.safe_load(fh), source=str(path))
+    except (OSError, yaml.YAMLError, _config.ConfigError) as exc:
+        parser.error(f"argument --configfile: {path}: {getattr(exc, 'strerror', None) or exc}")
+    if campaign.cfg.campaign != name:
+        parser.error(f"argument {arg}: {path} defines campaign {campaign.cfg.campaign!r}, "
+                     f"not {name!r} (--configfile)")
+    return campaign
+
+
 def _campaign_args(p, config_help: str) -> None:
     p.add_argument("campaign", help="campaign name (results/<campaign>/)")
     p.add_argument("--configfile", default=None, help=config_help)
@@ -462,6 +472,31 @@ def cmd_check(args, parser) -> int:
     rep = check.check_store(store, runs=runs, keep=keep)
     print(check.render(store, rep))
     return 0 if rep.ok else 1
+
+
+def cmd_tune(args, parser) -> int:
+    """Each library's decision table and tuning files; with --verify, the fresh launches."""
+    from . import tune
+
+    try:
+        docs = tune.tune(paths.results_root(), args.campaign)
+    except tune.TuneError as exc:
+        parser.error(str(exc))
+    if not args.verify:
+        return 0
+    from . import tune_verify
+    from .report.tuned import make_tuned
+
+    campaign = _load_campaign(args.configfile, args.campaign, parser, "campaign")
+    outs = []
+    for library in sorted(docs):
+        out = campaign.store.dir / "tuning" / f"verify-{library}.json"
+        tune_verify.run_library(campaign, library, out)
+        outs.append(out)
+    for path in make_tuned(outs, campaign.store.dir / "tables", campaign.figures,
+                           libraries=sorted(docs)):
+        print(path)
+    return 0
 
 
 def cmd_retry(args, parser) -> int:
@@ -731,6 +766,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-run", action="store_true",
                    help="reset the runs but do not start the workflow")
     p.set_defaults(func=cmd_retry)
+    p = sub.add_parser(
+        "tune", help="turn a campaign's BEST into each library's own tuning file",
+        description="Per library, a decision table (P range, message-size range) -> algorithm "
+                    "from the campaign's summary and confirmation stage: an algorithm replaces "
+                    "AUTO only where it is faster beyond its confidence interval; neighbouring "
+                    "sizes with the same winner merge, boundaries at geometric midpoints. "
+                    "Writes results/<campaign>/tuning/: decisions.csv, <library>.json, the "
+                    "library's own files (Open MPI rules file, MPICH selection JSON, Intel MPI "
+                    "I_MPI_ADJUST_ALLREDUCE conditions) and <library>.env, the lines that "
+                    "deploy them. Run them with algorithm native:tuned and parameter "
+                    "tuning=<campaign>.")
+    _campaign_args(p, "the config the campaign was run with (needed by --verify; default "
+                      "config/experiments.yaml)")
+    p.add_argument("--verify", action="store_true",
+                   help="then measure AUTO vs native:tuned in fresh interleaved launches at the "
+                        "measured and held-out points (and Intel MPI's autotuner); writes "
+                        "tables/tuned.* and figures tuned_<library>.*")
+    p.set_defaults(func=cmd_tune)
     p = sub.add_parser("algorithms", help="list every library's forcible algorithms")
     p.set_defaults(func=cmd_algorithms)
     p = sub.add_parser("install", help="install the MPI libraries' wheels under .mpi/ (idempotent)")

@@ -97,6 +97,7 @@ class Config:
     digest: str  # hash of the validated config (provenance)
     plugins: tuple = ()  # absolute paths of algorithm plugins
     confirm: dict = None  # the confirmation stage (harness.confirm): enabled, rounds, time_budget
+    tune: dict = None  # tuned selection (harness.tune, harness.tune_verify): enabled, rounds, ...
 
 
 def validate(doc, source: str = "config", base: Path | None = None) -> Config:
@@ -178,7 +179,7 @@ def validate(doc, source: str = "config", base: Path | None = None) -> Config:
     return Config(campaign=doc["campaign"], seed=doc["seed"], launch=doc["launch"],
                   run_walltime=walltime, stopping=stopping, libraries=doc["libraries"],
                   experiments=tuple(experiments), source=source, digest=digest,
-                  plugins=tuple(plugins), confirm=confirm)
+                  plugins=tuple(plugins), confirm=confirm, tune=dict(doc["tune"]))
 
 
 def _explain(err) -> str:

@@ -63,7 +63,8 @@ def pick(df, library: str, procs: int, nodes: int, thread_level: str) -> list[di
 
     d = df[(df.library == library) & (df.procs == procs) & (df.nodes == nodes)
            & (df.thread_level.fillna("single") == thread_level)
-           & df.algorithm.str.startswith("native:") & (df.delay == "none")]
+           & df.algorithm.str.startswith("native:") & ~df.algorithm.isin(plan.SELECTING)
+           & (df.delay == "none")]
     out = []
     for key, g in d.groupby(KEY, sort=True):
         entry = dict(zip(KEY, key), library=library, procs=procs, nodes=nodes,
@@ -112,6 +113,24 @@ def verdict(low: float, high: float) -> str:
     return "BEST faster" if low > 1 else "AUTO faster" if high < 1 else "tie"
 
 
+def launch_in_order(store, lib, launches, settings: dict, cfg, label: str, log=print):
+    """Execute each run of ``launches`` once, in that order, yielding its run document; a run
+    whose document is already complete (an earlier, interrupted attempt of the stage) is not
+    launched again."""
+    for i, run in enumerate(launches):
+        doc_path = store.run_doc(run.run_id)
+        doc = results.read_json(doc_path) if doc_path.is_file() else None
+        if doc is None or doc.get("status") != "complete":
+            alg = run.cells[0].algorithm if run.cells else "?"
+            log(f"{label}: launch {i + 1}/{len(launches)} {alg} ({len(run.cells)} cells)")
+            script, spec = runner.prepare(run, lib, store, settings, seed=cfg.seed,
+                                          plugins=cfg.plugins, config_hash=cfg.digest)
+            runner.write(store, script, spec)
+            runner.execute(store, spec, timeout=cfg.run_walltime)
+            doc = results.read_json(doc_path)
+        yield doc
+
+
 def run_group(campaign, name: str, out: Path, log=print) -> dict:
     """Confirm one group of ``campaign`` (a ``harness.workflow.Campaign``); writes ``out``."""
     import pandas as pd
@@ -129,21 +148,14 @@ def run_group(campaign, name: str, out: Path, log=print) -> dict:
     cells = {c.cell_id: c for r in campaign.runs.values() for c in r.cells}
     means: dict[str, list] = {e["auto_cell"]: [] for e in todo}
     means.update({e["best_cell"]: [] for e in todo})
+    launches = []
     for i, alg in enumerate(order):
         ids = sorted({e["auto_cell"] if alg == "native:auto" else e["best_cell"]
                       for e in todo if alg in ("native:auto", e["best"])})
-        run = plan.Run(library=library, env=plan.launch_env(lib, alg), procs=procs, nodes=nodes,
-                       cells=tuple(cells[c] for c in ids), thread_level=level,
-                       launch=LAUNCH_BASE + i)
-        doc_path = store.run_doc(run.run_id)
-        doc = results.read_json(doc_path) if doc_path.is_file() else None
-        if doc is None or doc.get("status") != "complete":
-            log(f"confirm {name}: launch {i + 1}/{len(order)} {alg} ({len(ids)} cells)")
-            script, spec = runner.prepare(run, lib, store, settings, seed=cfg.seed,
-                                          plugins=cfg.plugins, config_hash=cfg.digest)
-            runner.write(store, script, spec)
-            runner.execute(store, spec, timeout=cfg.run_walltime)
-            doc = results.read_json(doc_path)
+        launches.append(plan.Run(library=library, env=plan.launch_env(lib, alg), procs=procs,
+                                 nodes=nodes, cells=tuple(cells[c] for c in ids),
+                                 thread_level=level, launch=LAUNCH_BASE + i))
+    for doc in launch_in_order(store, lib, launches, settings, cfg, f"confirm {name}", log):
         for c in doc["cells"]:
             st = c.get("stats") or {}
             ok = c["status"] in USABLE and st.get("mean")

@@ -38,6 +38,7 @@ class NativeAlgorithm:
     constraints: str = ""
     verified: str = ""
     applies: str | None = None  # condition on count, procs, pof2, itemsize, size
+    selector: bool = False  # lets the library select (not a forced algorithm, not in native:*)
 
     def not_applicable(self, count: int, procs: int, itemsize: int) -> str | None:
         """Why this forced value would not run the named algorithm for such a call (the
@@ -80,11 +81,23 @@ class Library:
         return str(p if p.is_absolute() or self.prefix is None else self.prefix / p)
 
     def native_names(self) -> list[str]:
-        return [f"native:{n}" for n in self.algorithms]
+        """The forced algorithms and AUTO: what ``native:*`` means and BEST is chosen from."""
+        return [f"native:{n}" for n, a in self.algorithms.items() if not a.selector]
+
+    def selector_names(self) -> list[str]:
+        """Entries that let the library select (``native:tuned``: a campaign's tuning file;
+        Intel MPI's ``native:autotuner``): named explicitly, never matched by a glob."""
+        return ["native:tuned"] + [f"native:{n}" for n, a in self.algorithms.items() if a.selector]
 
     def native(self, algorithm: str) -> NativeAlgorithm:
-        """The catalogue entry of ``native:<name>``; KeyError listing the valid names."""
+        """The catalogue entry of ``native:<name>``; KeyError listing the valid names.
+        ``native:tuned`` has no environment of its own: the cell's ``tuning`` parameter names
+        the campaign whose tuning file loads (``harness.plan.launch_env``)."""
         name = algorithm.split(":", 1)[1] if algorithm.startswith("native:") else algorithm
+        if name == "tuned":
+            return NativeAlgorithm("tuned", None, {}, selector=True, description=(
+                "the library's own selection following a campaign's tuning file "
+                "(harness tune); parameter tuning=<campaign>"))
         if name not in self.algorithms:
             raise KeyError(
                 f"unknown algorithm {algorithm!r} for library {self.name}; valid: "
@@ -124,6 +137,7 @@ def _parse_library(name: str, doc: dict) -> Library:
             constraints=a.get("constraints", ""),
             verified=a.get("verified", ""),
             applies=a.get("applies"),
+            selector=bool(a.get("selector", False)),
         )
     if "auto" not in algorithms:
         raise ValueError(f"{CATALOGUE_FILE}: library {name} has no 'auto' algorithm")

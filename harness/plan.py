@@ -120,9 +120,11 @@ def expand_algorithms(patterns, lib, where: str) -> list[str]:
     out: list[str] = []
     for i, pat in enumerate(patterns):
         hits = [n for n in known if fnmatchcase(n, pat)]
+        if pat in lib.selector_names():  # named explicitly only, never by a glob
+            hits = [pat]
         if not hits:
             raise ConfigError(f"{where}[{i}]: {pat!r} matches no algorithm of {lib.name}; "
-                              f"valid: {', '.join(known)}")
+                              f"valid: {', '.join(known + lib.selector_names())}")
         out.extend(h for h in hits if h not in out)
     return out
 
@@ -213,6 +215,15 @@ def launch_env(lib, algorithm: str, params: tuple = ()) -> tuple:
     a native entry's own; for a harness algorithm whose two sub-allreduces are the same
     native entry (SUARA2 ``row`` = ``col`` = ``native:<name>``), that entry's, since the
     launch environment is the one forcing every library honours; else none."""
+    if algorithm == "native:tuned":
+        from . import paths, tune
+
+        campaign = dict(params).get("tuning")
+        if not campaign:
+            raise KeyError("native:tuned needs the parameter tuning=<campaign>: the campaign "
+                           "whose `harness tune` files load")
+        return tuple(sorted(tune.environment(paths.results_root(), str(campaign),
+                                             lib.name).items()))
     if algorithm.startswith("native:"):
         return tuple(sorted(lib.native(algorithm).env.items()))
     p = dict(params)
@@ -246,6 +257,9 @@ def library_for(cfg, name: str):
         lib = replace(lib, launcher=SRUN)
     return lib
 
+
+# the library selecting by a tuning file or its autotuner: never a BEST candidate (not forced)
+SELECTING = ("native:tuned", "native:autotuner")
 
 # --kill-on-bad-exit: a rank that dies (e.g. in MPI_Init) ends the step instead of leaving the
 # others waiting until the wall-time limit

@@ -50,5 +50,17 @@ class Campaign:
 
         return groups(self.runs.values()) if self.cfg.confirm["enabled"] else {}
 
+    def tune_libraries(self) -> list[str]:
+        """Libraries the tuned-selection stage covers: AUTO and a forced algorithm measured
+        without delay; none when ``tune.enabled`` is false."""
+        if not self.cfg.tune["enabled"]:
+            return []
+        algs: dict[str, set] = {}
+        for r in self.runs.values():
+            for c in r.cells:
+                if c.algorithm.startswith("native:") and c.delay == "none":
+                    algs.setdefault(r.library, set()).add(c.algorithm)
+        return sorted(lib for lib, a in algs.items() if "native:auto" in a and len(a) > 1)
+
     def walltime_minutes(self) -> int:
         return max(1, int(self.cfg.run_walltime // 60) + 2)

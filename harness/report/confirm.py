@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..results import atomic_write_text
 from . import style
-from .tables import format_size
+from .tables import format_size, plain_latex, plain_markdown
 
 COLUMNS = ["library", "procs", "size", "dtype", "op", "timing", "best", "auto_mean", "best_mean",
            "gain", "gain_ci_low", "gain_ci_high", "pairs", "campaign_gain", "verdict"]
@@ -61,21 +61,11 @@ CAPTION = ("AUTO vs BEST confirmed in fresh launches measured alternately (A B B
 
 
 def to_markdown(df) -> str:
-    header, rows = _display(df)
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return CAPTION + "\n\n" + "\n".join(lines) + "\n"
+    return plain_markdown(*_display(df), caption=CAPTION)
 
 
 def to_latex(df) -> str:
-    header, rows = _display(df)
-    esc = lambda t: t.replace("_", r"\_").replace("%", r"\%")  # noqa: E731
-    out = [r"\begin{table}", r"\centering", r"\caption{" + esc(CAPTION) + "}",
-           r"\label{tab:auto-vs-best-confirmed}", r"\begin{tabular}{" + "l" * len(header) + "}",
-           r"\toprule", " & ".join(esc(h) for h in header) + r" \\", r"\midrule"]
-    out += [" & ".join(esc(c) for c in r) + r" \\" for r in rows]
-    out += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
-    return "\n".join(out) + "\n"
+    return plain_latex(*_display(df), caption=CAPTION, label="tab:auto-vs-best-confirmed")
 
 
 def figure(df: pd.DataFrame, path) -> list[Path]:

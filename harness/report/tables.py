@@ -118,7 +118,9 @@ def auto_vs_best(df: pd.DataFrame) -> pd.DataFrame:
     then ``TABLE_COLUMNS``; times in seconds, throughputs in MiB/s. ``attrs["context"]`` holds
     the context columns that are constant (e.g. ``{"dtype": "float64", ...}``)."""
     d = prepare(df)
-    d = d[d["algorithm"].str.startswith("native:")]
+    from ..plan import SELECTING
+
+    d = d[d["algorithm"].str.startswith("native:") & ~d["algorithm"].isin(SELECTING)]
     ctx = varying(d)
     keys = ["library", "library_version", "procs", *ctx, "size"]
     ok = timed_mask(d)
@@ -367,3 +369,25 @@ def write_table(df: pd.DataFrame, path_without_ext, caption: str = "") -> list[P
     atomic_write_text(tex, to_latex(df, caption, label=f"tab:{base.name.replace('_', '-')}"))
     atomic_write_text(csv, df.to_csv(index=False))
     return [md, tex, csv]
+
+
+def plain_markdown(header: list[str], rows: list[list[str]], caption: str = "") -> str:
+    """A Markdown table of already formatted text, the caption above it."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |" for r in rows]
+    return (caption + "\n\n" if caption else "") + "\n".join(lines) + "\n"
+
+
+def plain_latex(header: list[str], rows: list[list[str]], caption: str = "",
+                label: str = "") -> str:
+    """A booktabs table of already formatted text."""
+    out = [r"\begin{table}", r"\centering", r"\small"]
+    if caption:
+        out.append(r"\caption{" + tex_escape(caption) + "}")
+    if label:
+        out.append(r"\label{" + label + "}")
+    out += [r"\begin{tabular}{" + "l" * len(header) + "}", r"\toprule",
+            " & ".join(tex_escape(h) for h in header) + r" \\", r"\midrule"]
+    out += [" & ".join(tex_escape(c) for c in r) + r" \\" for r in rows]
+    out += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    return "\n".join(out) + "\n"

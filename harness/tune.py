@@ -1,0 +1,278 @@
+"""``harness tune <campaign>``: a campaign's BEST turned into each library's own tuning file.
+
+Per library, one decision table over (P range, message-size range) -> algorithm
+(``harness.tuning.Table``), built from the AUTO-vs-BEST table of the campaign's summary
+(``harness/report/tables.py``) and, where it exists, the confirmation stage's verdicts:
+
+- an algorithm replaces AUTO at a measured (P, size) only with statistical support: the
+  confirmation stage says ``BEST faster`` (its paired interval excludes 1), or, without a
+  confirmation, the campaign's 95 % intervals of BEST and AUTO do not overlap; oversubscribed
+  points and ties keep the library's default;
+- neighbouring measured sizes with the same decision merge into one range; boundaries fall
+  at the geometric mean of the neighbouring measured sizes (likewise for P); nothing is
+  extrapolated beyond the smallest and largest measured size or P;
+- a rule never covers a call for which the catalogue's ``applies`` condition fails (the
+  library would silently run another algorithm): such a point keeps the default.
+
+Outputs, under ``results/<c>/tuning/``: ``decisions.csv`` (every measured point: the
+evidence and the decision), ``<library>.json`` (the table, the environment that loads it,
+the files), the library's own files (``harness/tuning/<library>.py``), and ``<library>.env``
+(the environment lines a site exports to deploy it).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from . import results
+from .plan import SELECTING
+from .tuning import Rule, Table
+
+ITEMSIZES = (1, 2, 4, 8)  # a rule must apply to calls of every common element size
+
+
+class TuneError(Exception):
+    """Bad input: one line for the user, exit 2."""
+
+
+def campaigns(root: Path) -> list[str]:
+    return sorted(p.parent.name for p in Path(root).glob("*/summary.csv"))
+
+
+def load(root: Path, campaign: str) -> pd.DataFrame:
+    path = Path(root) / campaign / "summary.csv"
+    if not path.is_file():
+        have = campaigns(root)
+        raise TuneError(f"campaign {campaign!r} has no results ({path} not found); campaigns "
+                        f"with results: {', '.join(have) if have else 'none'}")
+    return pd.read_csv(path)
+
+
+def _main_condition(d: pd.DataFrame) -> dict:
+    """The (nodes, dtype, op, timing) with the most native cells: the conditions tuned for."""
+    keys = ["nodes", "dtype", "op", "timing", "metric"]
+    counts = d.groupby(keys, dropna=False).size().sort_values(ascending=False, kind="stable")
+    return dict(zip(keys, counts.index[0]))
+
+
+def _confirmed(store_dir: Path) -> dict:
+    """(library, procs, size, dtype, op) -> the confirmation stage's entry."""
+    out = {}
+    for path in sorted((store_dir / "confirm").glob("*.json")):
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if not isinstance(doc, dict) or "entries" not in doc:
+            continue
+        for e in doc["entries"]:
+            out[(e["library"], int(e["procs"]), int(e["size"]), e["dtype"], e["op"])] = e
+    return out
+
+
+def evidence(df: pd.DataFrame, store_dir: Path) -> tuple[pd.DataFrame, dict]:
+    """One row per (library, P, size) of the library's main condition: AUTO, BEST, where the
+    verdict comes from, and the decision (``algorithm``: a catalogue name, or "" = AUTO
+    kept). Also returns each library's main condition."""
+    from .libraries import get_library
+    from .report import tables
+
+    d = df[df.algorithm.astype(str).str.startswith("native:")
+           & ~df.algorithm.isin(SELECTING) & (df.delay.fillna("none") == "none")]
+    if d.empty:
+        raise TuneError("the campaign has no native cells without delay: nothing to tune "
+                        "(add native:auto and forced native:* algorithms to an experiment)")
+    per_lib = d.groupby("library").algorithm.nunique()
+    single = sorted(per_lib[per_lib < 2].index)
+    if single:
+        raise TuneError(f"library {single[0]} has a single native algorithm in the campaign "
+                        f"({d[d.library == single[0]].algorithm.iloc[0]}): tuning needs AUTO "
+                        f"and at least one forced algorithm")
+    if not (d.status == "ok").any():
+        raise TuneError("the campaign has no converged native cell (status ok): its numbers "
+                        "cannot support a tuning decision")
+    conds, parts = {}, []
+    for library, dl in d.groupby("library"):
+        cond = conds[library] = {k: (v.item() if hasattr(v, "item") else v)
+                                 for k, v in _main_condition(dl).items()}
+        for k, v in cond.items():
+            dl = dl[dl[k].isna()] if pd.isna(v) else dl[dl[k] == v]
+        parts.append(dl)
+    table = tables.auto_vs_best(pd.concat(parts))
+    confirmed = _confirmed(store_dir)
+    rows = []
+    for r in table.itertuples():
+        cond = conds[r.library]
+        lib = get_library(r.library)
+        row = {"library": r.library, "procs": int(r.procs), "size": int(r.size),
+               "auto_mean": r.auto_mean, "auto_ci_low": r.auto_ci_low,
+               "auto_ci_high": r.auto_ci_high, "best": r.best_algorithm,
+               "best_mean": r.best_mean, "best_ci_low": r.best_ci_low,
+               "best_ci_high": r.best_ci_high, "campaign_verdict": r.verdict,
+               "oversubscribed": bool(r.oversubscribed)}
+        c = confirmed.get((r.library, int(r.procs), int(r.size), cond["dtype"], cond["op"]))
+        if c is not None and c.get("best") == r.best_algorithm and "gain" in c:
+            row.update(source="confirmation", verdict=c["verdict"], gain=c["gain"],
+                       gain_ci_low=c["gain_ci_low"], gain_ci_high=c["gain_ci_high"])
+        else:
+            row.update(source="campaign", verdict=r.verdict, gain=r.gain,
+                       gain_ci_low=r.gain_low, gain_ci_high=r.gain_high)
+        if row["oversubscribed"]:
+            row["verdict"] = "oversubscribed"
+        faster = row["verdict"] == "BEST faster" and str(r.best_algorithm).startswith("native:")
+        row["algorithm"] = str(r.best_algorithm).split(":", 1)[1] if faster else ""
+        row["reason"] = (f"{r.best_algorithm} faster ({row['source']})" if faster else
+                         {"oversubscribed": "AUTO kept: oversubscribed, no claim",
+                          "AUTO is BEST": "AUTO kept: AUTO is BEST",
+                          "tie": "AUTO kept: no significant gap",
+                          "AUTO faster": "AUTO kept: the confirmation found AUTO faster",
+                          }.get(row["verdict"], f"AUTO kept: {row['verdict']}"))
+        if faster and r.best_algorithm not in lib.native_names():
+            row.update(algorithm="", reason=f"AUTO kept: {r.best_algorithm} not in the catalogue")
+        rows.append(row)
+    return pd.DataFrame(rows), conds
+
+
+def _bounds(values: list[int], integer_step: int = 1) -> list[tuple[int, int | None]]:
+    """[lo, hi) around each sorted measured value: boundaries at the geometric mean of
+    neighbours (rounded up to ``integer_step``), the outer ones at the extremes (no
+    extrapolation)."""
+    def mid(a, b):
+        m = math.sqrt(a * b)
+        return int(math.ceil(m / integer_step) * integer_step)
+    out = []
+    for i, v in enumerate(values):
+        lo = values[0] if i == 0 else max(mid(values[i - 1], v), values[i - 1] + 1)
+        hi = values[-1] + 1 if i == len(values) - 1 else max(mid(v, values[i + 1]), v + 1)
+        out.append((lo, hi))
+    return out
+
+
+def _applies(lib, algorithm: str, procs_range: tuple[int, int], size_lo: int) -> bool:
+    """The catalogue's condition holds for every P in the range at the smallest call of the
+    size range, whatever the element size (conditions grow with count)."""
+    entry = lib.native(algorithm)
+    for procs in range(procs_range[0], procs_range[1] + 1):
+        for itemsize in ITEMSIZES:
+            count = max(1, -(-size_lo // itemsize))
+            if entry.not_applicable(count, procs, itemsize):
+                return False
+    return True
+
+
+def build(ev: pd.DataFrame, library: str) -> tuple[Table, pd.DataFrame]:
+    """The decision table of ``library`` from its evidence rows; returns the table and the
+    rows with the rule ranges filled in (``procs_lo/hi``, ``size_lo/hi``)."""
+    from .libraries import get_library
+
+    lib = get_library(library)
+    e = ev[ev.library == library].sort_values(["procs", "size"]).copy()
+    procs = sorted(int(x) for x in e.procs.unique())
+    p_ranges = dict(zip(procs, [(lo, hi - 1) for lo, hi in _bounds(procs)]))
+    per_p: dict[int, list[Rule]] = {}
+    for p in procs:
+        g = e[e.procs == p]
+        sizes = [int(x) for x in g["size"]]
+        for (idx, row), (lo, hi) in zip(g.iterrows(), _bounds(sizes)):
+            alg = row["algorithm"]
+            if alg and not _applies(lib, alg, p_ranges[p], lo):
+                if _applies(lib, alg, p_ranges[p], int(row["size"])):
+                    lo = int(row["size"])  # the measured size itself is safe; the gap below not
+                else:
+                    e.loc[idx, ["algorithm", "reason"]] = ["", "AUTO kept: the catalogue's "
+                                                           "condition fails in the range"]
+                    alg = ""
+            e.loc[idx, ["size_lo", "size_hi", "procs_lo", "procs_hi"]] = [lo, hi, *p_ranges[p]]
+        rules: list[Rule] = []
+        for _, row in e[e.procs == p].iterrows():
+            if not row["algorithm"]:
+                continue
+            lo, hi = int(row["size_lo"]), int(row["size_hi"])
+            if rules and rules[-1].algorithm == row["algorithm"] and rules[-1].size_hi == lo:
+                rules[-1] = Rule(rules[-1].procs_lo, rules[-1].procs_hi, rules[-1].size_lo, hi,
+                                 row["algorithm"])
+            else:
+                rules.append(Rule(*p_ranges[p], lo, hi, row["algorithm"]))
+        per_p[p] = rules
+    # neighbouring P ranges with the same size rules become one P range
+    merged: list[Rule] = []
+    prev: list[Rule] | None = None
+    for p in procs:
+        rules = per_p[p]
+        same = prev is not None and len(prev) == len(rules) and all(
+            (a.size_lo, a.size_hi, a.algorithm) == (b.size_lo, b.size_hi, b.algorithm)
+            for a, b in zip(prev, rules)) and rules and prev[0].procs_hi + 1 == rules[0].procs_lo
+        if same and all(_applies(lib, r.algorithm, (prev[0].procs_lo, r.procs_hi), r.size_lo)
+                        for r in rules):
+            n = len(rules)
+            merged[-n:] = [Rule(a.procs_lo, b.procs_hi, a.size_lo, a.size_hi, a.algorithm)
+                           for a, b in zip(merged[-n:], rules)]
+            prev = merged[-n:]
+        else:
+            merged.extend(rules)
+            prev = rules
+    merged.sort(key=lambda r: (r.procs_lo, r.size_lo))
+    return Table(library, tuple(merged)), e
+
+
+def writer(library: str):
+    """The module that writes ``library``'s own tuning files (``harness/tuning/<lib>.py``)."""
+    try:
+        return importlib.import_module(f".tuning.{library}", __package__)
+    except ModuleNotFoundError:
+        return None
+
+
+def env_lines(env: dict) -> str:
+    import shlex
+
+    return "".join(f"export {k}={shlex.quote(str(v))}\n" for k, v in sorted(env.items()))
+
+
+def tune(root: Path, campaign: str, out_dir: Path | None = None, log=print) -> dict:
+    """Build every library's table and write its files; returns {library: document}."""
+    from .libraries import get_library
+
+    store_dir = Path(root) / campaign
+    out_dir = Path(out_dir or store_dir / "tuning")
+    ev, conds = evidence(load(root, campaign), store_dir)
+    docs, frames = {}, []
+    for library in sorted(ev.library.unique()):
+        table, rows = build(ev, library)
+        frames.append(rows)
+        mod = writer(library)
+        lib_dir = out_dir / library
+        lib_dir.mkdir(parents=True, exist_ok=True)
+        env = mod.write(table, get_library(library), lib_dir) if mod else {}
+        files = sorted(str(p) for p in lib_dir.iterdir() if p.is_file())
+        doc = {"campaign": campaign, "library": library, "condition": conds[library],
+               "table": table.to_dict(), "env": env, "files": files,
+               "kept_auto": int((rows.algorithm == "").sum()),
+               "replaced": int((rows.algorithm != "").sum()), "made": results.now()}
+        results.write_json(out_dir / f"{library}.json", doc)
+        results.atomic_write_text(out_dir / f"{library}.env",
+                                  f"# {library}: tuned allreduce selection from campaign "
+                                  f"{campaign} (harness tune)\n" + env_lines(env))
+        docs[library] = doc
+        n = len(table.rules)
+        log(f"{library}: {n} rule(s)" + (f" ({doc['replaced']} of {len(rows)} measured points)"
+                                         if n else ": AUTO kept everywhere")
+            + f" -> {out_dir / (library + '.env')}")
+    results.atomic_write_text(out_dir / "decisions.csv",
+                              pd.concat(frames, ignore_index=True).to_csv(index=False))
+    return docs
+
+
+def environment(root: Path, campaign: str, library: str) -> dict:
+    """The environment that loads ``campaign``'s tuning for ``library`` (``native:tuned``);
+    KeyError with the remedy when it was not made."""
+    path = Path(root) / campaign / "tuning" / f"{library}.json"
+    if not path.is_file():
+        raise KeyError(f"no tuning of campaign {campaign!r} for {library} ({path} not found); "
+                       f"run `harness tune {campaign}` first")
+    return dict(json.loads(path.read_text())["env"])

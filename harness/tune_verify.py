@@ -1,0 +1,185 @@
+"""Verification of a campaign's tuning (``harness tune --verify``, rule ``verify_tuned``).
+
+Per library, fresh launches measure AUTO (``native:auto``) against ``native:tuned`` (the
+library following the campaign's tuning file), interleaved, at every measured (P, size) and
+at held-out points: the geometric midpoint between neighbouring measured sizes (rounded to
+whole elements) and, when the campaign has three or more P values, the P nearest the
+geometric midpoint of the first two that was not measured. At measured points BEST (the
+campaign's fastest forced algorithm there) is measured too, and for Intel MPI its own
+autotuner (``native:autotuner``).
+
+Per P and round the launch order is A T B1..Bn U U Bn..B1 T A (B: each BEST algorithm; U:
+the autotuner), so every pair compared is symmetric in time and linear drift cancels over a
+round. Ratios come from paired launch means as in the confirmation stage
+(``harness.confirm.gain_interval``): ``gain`` = AUTO / tuned, ``vs_best`` = tuned / BEST,
+``vs_autotuner`` = autotuner / tuned, each with its 95 % interval. Verdicts: ``tuned faster``
+(the gain's interval above 1), ``AUTO faster`` (below 1), ``tie``; ``oversubscribed``
+launches are measured and marked, and no win or loss is drawn from them.
+
+Launches are stored under ``results/<c>/tuning/verify/``; an interrupted stage keeps every
+complete launch. Output: ``results/<c>/tuning/verify-<library>.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import plan, results
+from .confirm import USABLE, gain_interval, launch_in_order
+from .tuning import Table
+
+LAUNCH_BASE = 200  # launch indices of verification runs (campaign 0..R-1, confirmation 100+)
+AUTO, TUNED, AUTOTUNER = "native:auto", "native:tuned", "native:autotuner"
+
+
+def held_out_sizes(sizes: list[int], itemsize: int) -> list[int]:
+    """The geometric midpoint of each pair of neighbouring sizes, in whole elements."""
+    out = []
+    for a, b in zip(sizes, sizes[1:]):
+        m = int(round(math.sqrt(a * b) / itemsize)) * itemsize
+        if a < m < b:
+            out.append(m)
+    return out
+
+
+def held_out_procs(procs: list[int]) -> int | None:
+    """With three or more measured P: the unmeasured P nearest the geometric midpoint of
+    the first pair of neighbours that has one between them."""
+    if len(procs) < 3:
+        return None
+    for a, b in zip(procs, procs[1:]):
+        m = int(round(math.sqrt(a * b)))
+        for cand in sorted(range(a + 1, b), key=lambda x: abs(x - m)):
+            return cand
+    return None
+
+
+def points(decisions: pd.DataFrame, itemsize: int) -> list[dict]:
+    """Every point to verify: measured (with BEST) and held out."""
+    out = []
+    procs = sorted(int(p) for p in decisions.procs.unique())
+    for p in procs:
+        d = decisions[decisions.procs == p].sort_values("size")
+        sizes = [int(s) for s in d["size"]]
+        for r in d.itertuples():
+            best = r.best if isinstance(r.best, str) and r.best.startswith("native:") else ""
+            out.append({"procs": p, "size": int(r.size), "held_out": False,
+                        "best": "" if best == AUTO else best})
+        out += [{"procs": p, "size": s, "held_out": True, "best": ""}
+                for s in held_out_sizes(sizes, itemsize)]
+    hp = held_out_procs(procs)
+    if hp is not None:
+        below = max(p for p in procs if p < hp)
+        sizes = sorted(int(s) for s in decisions[decisions.procs == below]["size"])
+        out += [{"procs": hp, "size": s, "held_out": True, "best": ""} for s in sizes]
+    return sorted(out, key=lambda e: (e["procs"], e["size"]))
+
+
+def schedule(bests: list[str], autotuner: bool, rounds: int) -> list[str]:
+    middle = bests + ([AUTOTUNER, AUTOTUNER] if autotuner else []) + bests[::-1]
+    return ([AUTO, TUNED] + middle + [TUNED, AUTO]) * rounds
+
+
+def _ratio(a: list[float], b: list[float], confidence: float):
+    pairs = [(x, y) for x, y in zip(a, b) if math.isfinite(x) and math.isfinite(y)]
+    if not pairs:
+        return math.nan, math.nan, math.nan, 0
+    g, lo, hi = gain_interval([p[0] for p in pairs], [p[1] for p in pairs], confidence)
+    return g, lo, hi, len(pairs)
+
+
+def run_library(campaign, library: str, out: Path, log=print) -> dict:
+    """Verify ``library``'s tuning for ``campaign`` (a ``harness.workflow.Campaign``)."""
+    cfg = campaign.cfg
+    tdir = campaign.store.dir / "tuning"
+    tdoc = json.loads((tdir / f"{library}.json").read_text())
+    table = Table.from_dict(tdoc["table"])
+    decisions = pd.read_csv(tdir / "decisions.csv")
+    decisions = decisions[decisions.library == library]
+    cond = tdoc["condition"]
+    itemsize = int(np.dtype(cond["dtype"]).itemsize)
+    pts = points(decisions, itemsize)
+    lib = plan.library_for(cfg, library)
+    autotuner = AUTOTUNER in lib.selector_names()
+    rounds = int(cfg.tune["rounds"])
+    store = results.CampaignStore(tdir, "verify")
+    settings = {**campaign.settings(), "time_budget": cfg.confirm["time_budget"]}
+    tuned_params = (("tuning", campaign.cfg.campaign),)
+    nodes = int(cond.get("nodes") or 1)
+
+    def cell(alg, p, size):
+        return plan.Cell(library, alg, p, size, cond["dtype"], cond["op"], "none", 0.0, 1, nodes,
+                         tuned_params if alg == TUNED else (), "single", cond["timing"])
+
+    launches, index = [], LAUNCH_BASE
+    for p in sorted({e["procs"] for e in pts}):
+        here = [e for e in pts if e["procs"] == p]
+        bests = sorted({e["best"] for e in here if e["best"]})
+        for alg in schedule(bests, autotuner, rounds):
+            mine = [e for e in here if alg in (AUTO, TUNED, AUTOTUNER) or e["best"] == alg]
+            run_settings = settings
+            if alg == AUTOTUNER:  # the autotuner tries its candidates during the warm-up
+                run_settings = {**settings, "warmup": max(int(settings.get("warmup", 0)),
+                                                          int(cfg.tune["autotuner_warmup"]))}
+            launches.append((run_settings, plan.Run(
+                library=library, env=plan.launch_env(lib, alg, tuned_params if alg == TUNED
+                                                     else ()),
+                procs=p, nodes=nodes, cells=tuple(cell(alg, p, e["size"]) for e in mine),
+                thread_level="single", launch=index)))
+            index += 1
+    means: dict[tuple, list] = {}
+    crowded: dict[int, bool] = {}
+    for (run_settings, run) in launches:
+        doc = next(launch_in_order(store, lib, [run], run_settings, cfg,
+                                   f"verify {library} P={run.procs}", log))
+        crowded[run.procs] = crowded.get(run.procs, False) or bool(
+            results.oversubscribed(doc.get("provenance") or {}))
+        for c in doc["cells"]:
+            st = c.get("stats") or {}
+            ok = c["status"] in USABLE and st.get("mean")
+            key = (c["cell"]["algorithm"], int(c["cell"]["procs"]), int(c["cell"]["size"]))
+            means.setdefault(key, []).append(float(st["mean"]) if ok else math.nan)
+    conf = float(cfg.stopping["confidence"])
+    entries = []
+    for e in pts:
+        p, s = e["procs"], e["size"]
+        a, t = means.get((AUTO, p, s), []), means.get((TUNED, p, s), [])
+        g, lo, hi, n = _ratio(a, t, conf)
+        chosen = table.lookup(p, s)
+        entry = {**e, "expected": chosen or "auto", "auto_means": a, "tuned_means": t,
+                 "auto_mean": _mean(a), "tuned_mean": _mean(t), "gain": g, "gain_ci_low": lo,
+                 "gain_ci_high": hi, "pairs": n, "oversubscribed": crowded.get(p, False)}
+        if e["best"]:
+            b = means.get((e["best"], p, s), [])
+            r, rlo, rhi, _ = _ratio(t, b, conf)
+            entry.update(best_means=b, best_mean=_mean(b), vs_best=r, vs_best_ci_low=rlo,
+                         vs_best_ci_high=rhi)
+        elif not e["held_out"]:  # AUTO is BEST there
+            entry.update(best="native:auto", best_mean=entry["auto_mean"],
+                         vs_best=1 / g if g else math.nan,
+                         vs_best_ci_low=1 / hi if hi else math.nan,
+                         vs_best_ci_high=1 / lo if lo else math.nan)
+        if autotuner:
+            u = means.get((AUTOTUNER, p, s), [])
+            r, rlo, rhi, _ = _ratio(u, t, conf)
+            entry.update(autotuner_means=u, autotuner_mean=_mean(u), vs_autotuner=r,
+                         vs_autotuner_ci_low=rlo, vs_autotuner_ci_high=rhi)
+        entry["verdict"] = ("oversubscribed" if entry["oversubscribed"] else
+                            "no data" if n == 0 else
+                            "tuned faster" if lo > 1 else "AUTO faster" if hi < 1 else "tie")
+        entries.append(entry)
+    doc = {"campaign": cfg.campaign, "library": library, "condition": cond,
+           "table": tdoc["table"], "rounds": rounds, "launches": len(launches),
+           "finished": results.now(), "entries": entries}
+    results.write_json(out, doc)
+    return doc
+
+
+def _mean(xs: list[float]) -> float:
+    xs = [x for x in xs if math.isfinite(x)]
+    return float(np.mean(xs)) if xs else math.nan
