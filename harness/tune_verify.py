@@ -104,6 +104,8 @@ def run_library(campaign, library: str, out: Path, log=print) -> dict:
     cond = tdoc["condition"]
     itemsize = int(np.dtype(cond["dtype"]).itemsize)
     pts = points(decisions, itemsize)
+    if cfg.tune.get("procs"):
+        pts = [e for e in pts if e["procs"] in set(cfg.tune["procs"])]
     lib = plan.library_for(cfg, library)
     autotuner = AUTOTUNER in lib.selector_names()
     rounds = int(cfg.tune["rounds"])

@@ -32,6 +32,12 @@ OUTPUTS = {
     "auto_vs_best_confirmed": ("Castelló et al.", "AUTO vs BEST, confirmed in fresh launches",
                                "gain t_AUTO/t_BEST from alternating launches (A B B A) with its "
                                "95% CI; the verdict says whether BEST really wins"),
+    "tuned": ("tuned selection", "AUTO vs each library following the campaign's tuning file",
+              "fresh interleaved launches at measured and held-out points: gain AUTO/tuned, "
+              "tuned/BEST and Intel MPI's autotuner against tuned, each with its 95% CI"),
+    "tuned_*": ("tuned selection", "time against message size, AUTO vs tuned",
+                "per P: AUTO black, tuned red, BEST stars, Intel MPI's autotuner violet; "
+                "hollow markers are held-out points"),
     "auto_vs_best_*": ("Castelló et al.", "Figs. 5-6: throughput of every native algorithm",
                        "top: MiB/s against message size, AUTO thick black, BEST ringed and named; "
                        "bottom: gain AUTO/BEST, empty bar = tie, hatched = oversubscribed"),
@@ -109,7 +115,10 @@ def _e(x) -> str:
 def _key(stem: str) -> str:
     if stem in OUTPUTS:
         return stem
-    return "auto_vs_best_*" if stem.startswith("auto_vs_best_") else stem
+    for prefix in ("auto_vs_best_", "tuned_"):
+        if stem.startswith(prefix):
+            return prefix + "*"
+    return stem
 
 
 def _provenance(store) -> tuple[list[dict], bool]:

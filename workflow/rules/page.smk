@@ -11,6 +11,7 @@ PAGE_INPUTS = [
     rules.report_node_aware.output if NODE_AWARE else [],
     rules.report_pap.output if HAS_PAP else [],
     rules.report_confirm.output if CONFIRM_GROUPS else [],
+    rules.report_tuned.output if TUNE_LIBS else [],
 ]
 
 rule report_page:
