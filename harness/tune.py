@@ -248,7 +248,13 @@ def tune(root: Path, campaign: str, out_dir: Path | None = None, log=print) -> d
         mod = writer(library)
         lib_dir = out_dir / library
         lib_dir.mkdir(parents=True, exist_ok=True)
-        env = mod.write(table, get_library(library), lib_dir) if mod else {}
+        lib = get_library(library)
+        try:
+            env = mod.write(table, lib, lib_dir) if mod else {}
+            if mod and hasattr(mod, "write_json"):  # Intel MPI: also the tuning file
+                mod.write_json(table, lib, lib_dir)
+        except ValueError as exc:
+            raise TuneError(f"{library}: cannot write its tuning files: {exc}") from None
         files = sorted(str(p) for p in lib_dir.iterdir() if p.is_file())
         doc = {"campaign": campaign, "library": library, "condition": conds[library],
                "table": table.to_dict(), "env": env, "files": files,

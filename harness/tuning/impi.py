@@ -1,9 +1,9 @@
 """Intel MPI (2021.18): a decision table as ``I_MPI_ADJUST_ALLREDUCE`` conditions or as a JSON
 tuning file (``I_MPI_TUNING``), and the environment of Intel MPI's own autotuner.
 
-How 2021.18 reads the conditions (measured bit for bit with ``tests/test_tuning_impi.py``:
-float64 sums whose rounding tells which algorithm ran; the documentation only says
-``<presetid>:<l>-<m>@<p>-<q>``, "from l to m, inclusive"):
+How 2021.18 reads the conditions (measured at P=2..6 on float64 sums whose rounding tells
+which algorithm ran; ``tests/test_tuning_impi.py`` repeats the main points; the documentation
+only says ``<presetid>:<l>-<m>@<p>-<q>``, sizes "from l to m, inclusive"):
 
 * message size = count * type size in bytes, and the upper bound is inclusive (``7:0-8008``
   covers 1001 doubles, ``7:0-8007`` does not);
@@ -38,8 +38,9 @@ version never writes JSON (only ``I_MPI_TUNING_BIN_DUMP``, a zlib-compressed bin
 Intel MPI's autotuner (``autotuner_env``): the documented switch ``I_MPI_TUNING_MODE=auto``
 is read only on GenuineIntel CPUs (``MPID_Init`` compares the CPUID vendor string and
 ``MPIU_Selection_init`` skips the mode otherwise; the documentation says the family supports
-Intel processors only). The undocumented ``I_MPI_TUNING_AUTO=1`` is read before that check
-and starts the autotuner on any CPU; the variable checker still prints
+Intel processors only). ``I_MPI_TUNING_AUTO=1`` (the switch Intel MPI 2019 documented,
+no longer listed by impi_info) is read before that check and starts the autotuner on any
+CPU; the variable checker still prints
 ``I_MPI_TUNING_AUTO environment variable is not supported`` (silence it with
 ``I_MPI_VAR_CHECK_SPELLING=0`` if needed). Per communicator and message size the autotuner
 runs each of its presets for ``max(warmup, 1) + iterations`` calls, then keeps the fastest
@@ -60,8 +61,8 @@ VARIABLE = "I_MPI_ADJUST_ALLREDUCE"
 INT_MAX = 2**31 - 1  # largest bound Intel MPI 2021.18 accepts (bytes and processes)
 BASIC = "0"  # "basic logic": what a range the table leaves to the default runs
 
-# I_MPI_TUNING* variables Intel MPI 2021.18 knows (impi_info -a -e; the last group only in
-# libmpi.so's strings, hidden from impi_info)
+# I_MPI_TUNING* variables Intel MPI 2021.18 knows (impi_info -a -e; those after "hidden"
+# only in libmpi.so's strings)
 TUNING_VARIABLES = (
     "I_MPI_TUNING", "I_MPI_TUNING_NETWORK", "I_MPI_TUNING_NODE", "I_MPI_TUNING_BIN",
     "I_MPI_TUNING_BIN_PATH", "I_MPI_TUNING_BIN_DUMP", "I_MPI_TUNING_COMPOSITION_DUMP",
@@ -200,33 +201,19 @@ def tuning_json(table: Table, lib) -> dict:
     return {"coll=Allreduce": {"ppn=-1": by_procs}}
 
 
-def check(table: Table, lib, env: dict | None = None) -> list[str]:
-    """Where Intel MPI will not do what ``table`` says under ``env`` (what ``write`` or
-    ``write_json`` returned; default: ``write``'s choice): the ranges the table leaves to
-    the default, which run preset 0 or a neighbour's rule instead. [] when exact."""
+def check(table: Table, lib) -> list[str]:
+    """Where Intel MPI will not do what ``table`` says with the files ``write`` or
+    ``write_json`` made: the ranges the table leaves to the default, which run preset 0
+    instead ([] when there are none, or when the table names nothing and no variable is set).
+    With ``condition_string(table, lib, procs=P)`` a P without rules keeps the real default
+    (empty value: leave the variable unset)."""
     groups = _groups(table, lib)
     if all(pid is None for _, _, segs in groups for _, _, pid in segs):
         return []
-    if env is None:
-        try:
-            condition_string(table, lib)
-            env = {VARIABLE: "x"}
-        except ValueError:
-            env = {"I_MPI_TUNING": "x"}
-    notes = []
-    shared = VARIABLE in env and len(groups) > 1 and any(len(s) > 1 for _, _, s in groups)
-    if shared:  # size rules written without @: they hold at every P
-        ruled = [g for g in groups if any(pid for _, _, pid in g[2])]
-        notes.append(f"{VARIABLE} cannot restrict size rules to a process range: the rules "
-                     f"of P {ruled[0][0]}..{ruled[0][1] or 'inf'} apply at every P")
-    for lo, hi, segs in groups:
-        for slo, shi, pid in segs:
-            if pid is None:
-                notes.append(
-                    f"P {lo}..{hi or 'inf'}, sizes [{slo}, {shi or 'inf'}) bytes: the table "
-                    "keeps the default, which Intel MPI 2021.18 cannot express; "
-                    f"this range runs preset {BASIC} (basic logic), not the default selection")
-    return notes
+    return [f"P {lo}..{hi or 'inf'}, sizes [{slo}, {shi or 'inf'}) bytes: the table keeps the "
+            "default, which Intel MPI 2021.18 cannot express; this range runs preset "
+            f"{BASIC} (basic logic), not the default selection"
+            for lo, hi, segs in groups for slo, shi, pid in segs if pid is None]
 
 
 def write(table: Table, lib, out_dir: Path) -> dict[str, str]:
@@ -244,7 +231,7 @@ def write(table: Table, lib, out_dir: Path) -> dict[str, str]:
              "# <preset id>:<lo>-<hi> = message sizes lo..hi bytes, hi inclusive; Intel MPI",
              "# 2021.18 takes the first entry whose hi >= the size, the last beyond all;",
              f"# preset {BASIC} = its basic logic where the table keeps the default"]
-    lines += [f"#   {n}" for n in check(table, lib, {VARIABLE: value})]
+    lines += [f"#   {n}" for n in check(table, lib)]
     if value:
         lines.append(f"export {VARIABLE}={shlex.quote(value)}")
     else:
@@ -268,10 +255,10 @@ def write_json(table: Table, lib, out_dir: Path) -> dict[str, str]:
 def autotuner_env(iterations: int, warmup: int) -> dict[str, str]:
     """The environment that runs Intel MPI's autotuner: per communicator and message size
     each preset runs ``max(warmup, 1)`` warm-up and ``iterations`` timed calls, then the
-    fastest (slowest rank's time, I_MPI_TUNING_AUTO_POLICY's default ``max``) is kept for
-    the rest of the run. ``I_MPI_TUNING_AUTO_ITER_POLICY=0``: the iteration count holds at
-    every size (by default it drops above 64 KB: 2 calls per preset instead of 5 at
-    560 KB); ``I_MPI_TUNING_AUTO_SYNC=1``: a barrier before each tuning call, as
+    fastest (as I_MPI_TUNING_AUTO_POLICY, left at its default, judges) is kept for the rest
+    of the run. ``I_MPI_TUNING_AUTO_ITER_POLICY=0``: the iteration count holds at
+    every size (by default it drops for large messages: 2 calls per preset instead of 5
+    at 560 KB); ``I_MPI_TUNING_AUTO_SYNC=1``: a barrier before each tuning call, as
     ``auto:cluster`` sets on Intel CPUs. Every communicator is tuned
     (I_MPI_TUNING_AUTO_COMM_LIST unset)."""
     if int(iterations) < 1 or int(warmup) < 0:

@@ -5,9 +5,11 @@ How MPICH 5.0 selects an allreduce (read in pmodels/mpich, branch 5.0.x):
 * Two selection trees decide a blocking allreduce. The CH4 device's tree
   (``src/mpid/ch4/src/ch4_coll.h``, ``MPID_Allreduce`` with ``MPIR_CVAR_ALLREDUCE_COMPOSITION``
   = 0) picks a *composition*: on a communicator within one node ``gamma`` (the shared-memory
-  module, whose own tree runs ``release_gather`` when the library is not multi-threaded, else
-  falls to the generic layer), across nodes ``alpha`` (intra-node reduce, allreduce among
-  node leaders, intra-node bcast), else ``beta`` (the netmod, i.e. the generic
+  module, whose own tree runs ``release_gather`` for commutative operations when the library
+  is not multi-threaded, after a communicator's first ``MPIR_CVAR_POSIX_NUM_COLLS_THRESHOLD``
+  = 5 collective calls, else falls to the generic layer), across nodes ``alpha`` for
+  commutative operations on a parent communicator (intra-node reduce, allreduce among node
+  leaders, intra-node bcast), else ``beta`` (the netmod, i.e. the generic
   ``MPIR_Allreduce_impl`` on the whole communicator). Only there does the generic tree
   (``MPII_coll_generic_json``, consulted by ``MPIR_Allreduce_allcomm_auto`` when
   ``MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM`` is ``auto``) pick the algorithm. The catalogue's
@@ -42,9 +44,10 @@ search time but as ``<`` when the tree is pruned per communicator, so only ``com
 written here. The generic tree's leaves run without the restriction checks a forced CVAR gets
 (``maint/gen_coll.py``: only the CVAR path falls back), so each rule's leaf is guarded here by
 the algorithm's restrictions (``src/mpi/coll/coll_algorithms.txt``) and falls back to MPICH's
-own subtree when they do not hold, which is what a forced algorithm does with
-``MPIR_CVAR_COLLECTIVE_FALLBACK`` at ``print``. A file's text is mmap-ed and parsed as a
-NUL-terminated string, so its size must not be a multiple of the page size.
+own subtree when they do not hold, as a forced algorithm does where
+``MPIR_CVAR_COLLECTIVE_FALLBACK`` is ``print`` (``error`` would fail the call instead). A
+file's text is mmap-ed and parsed as a NUL-terminated string, so its size must not be a
+multiple of the page size.
 
 Known difference from a forced algorithm: in a multi-node run whose own P has no rule, the
 ``alpha`` composition's allreduce among node leaders (a communicator of one rank per node)
@@ -207,7 +210,7 @@ def _by_size(rules, leaf_of, default: dict) -> dict:
             chain.pop(list(chain)[-1])  # the same choice as the rule before: one range
         if r.size_hi is None:
             chain["avg_msg_size=any"] = leaf
-            return chain
+            return leaf if len(chain) == 1 else chain
         chain[f"avg_msg_size<{r.size_hi}"] = leaf
         cursor = r.size_hi
     chain["avg_msg_size=any"] = default
@@ -246,7 +249,7 @@ def _by_procs(table: Table, leaf_of, default: dict) -> dict:
     for hi, rules in _regions(table):
         sub = _by_size(rules, leaf_of, default) if rules else default
         chain["comm_size=any" if hi is None else f"comm_size<={hi}"] = sub
-    return chain
+    return chain["comm_size=any"] if len(chain) == 1 else chain  # one region: no test
 
 
 def _with_allreduce_intra(tree: dict, make) -> dict:
@@ -267,9 +270,9 @@ def _with_allreduce_intra(tree: dict, make) -> dict:
 def _params(name: str, env: dict) -> dict:
     params = {}
     for key, suffix, default in PARAMS.get(name, ()):
-        value = next((str(env[p + suffix]) for p in ("MPIR_CVAR_ALLREDUCE_", "MPICH_ALLREDUCE_",
-                                                      "MPIR_PARAM_ALLREDUCE_") if p + suffix in env),
-                     default)
+        names = [p + suffix for p in ("MPIR_CVAR_ALLREDUCE_", "MPICH_ALLREDUCE_",
+                                      "MPIR_PARAM_ALLREDUCE_")]
+        value = next((str(env[n]) for n in names if n in env), default)
         if key in ("buffer_per_child", "single_phase_recv"):
             value = "1" if value.strip().lower() in ("1", "true", "yes", "on") else "0"
         elif key == "tree_type" and value not in _TREE_TYPES:
