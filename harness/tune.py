@@ -103,7 +103,12 @@ def evidence(df: pd.DataFrame, store_dir: Path) -> tuple[pd.DataFrame, dict]:
         for k, v in cond.items():
             dl = dl[dl[k].isna()] if pd.isna(v) else dl[dl[k] == v]
         parts.append(dl)
-    table = tables.auto_vs_best(pd.concat(parts))
+    d = pd.concat(parts)
+    table = tables.auto_vs_best(d)
+    forced = d[(d.algorithm != "native:auto") & d.status.isin(("ok", "not-converged"))
+               & d["mean"].notna()].sort_values("mean", kind="stable")
+    fastest = forced.groupby(["library", "procs", "size"]).head(1).set_index(
+        ["library", "procs", "size"])
     confirmed = _confirmed(store_dir)
     rows = []
     for r in table.itertuples():
@@ -115,7 +120,14 @@ def evidence(df: pd.DataFrame, store_dir: Path) -> tuple[pd.DataFrame, dict]:
                "best_mean": r.best_mean, "best_ci_low": r.best_ci_low,
                "best_ci_high": r.best_ci_high, "campaign_verdict": r.verdict,
                "oversubscribed": bool(r.oversubscribed)}
+        key = (r.library, int(r.procs), int(r.size))
+        if key in fastest.index:  # the fastest forced algorithm, for libraries that need a fill
+            f = fastest.loc[key]
+            row.update(forced_best=f.algorithm, forced_best_mean=float(f["mean"]),
+                       forced_best_ci_low=float(f.ci_low), forced_best_ci_high=float(f.ci_high))
         c = confirmed.get((r.library, int(r.procs), int(r.size), cond["dtype"], cond["op"]))
+        if c is not None and c.get("best") == row.get("forced_best") and "gain" in c:
+            row["forced_best_verdict"] = c["verdict"]  # AUTO vs it, from fresh launches
         if c is not None and c.get("best") == r.best_algorithm and "gain" in c:
             row.update(source="confirmation", verdict=c["verdict"], gain=c["gain"],
                        gain_ci_low=c["gain_ci_low"], gain_ci_high=c["gain_ci_high"])
@@ -217,7 +229,48 @@ def build(ev: pd.DataFrame, library: str) -> tuple[Table, pd.DataFrame]:
             merged.extend(rules)
             prev = rules
     merged.sort(key=lambda r: (r.procs_lo, r.size_lo))
+    mod = writer(library)
+    if merged and mod is not None and not getattr(mod, "KEEPS_DEFAULT", True):
+        return _fill(lib, e, p_ranges)
     return Table(library, tuple(merged)), e
+
+
+def _fill(lib, e: pd.DataFrame, p_ranges: dict) -> tuple[Table, pd.DataFrame]:
+    """For a library whose tuning file cannot keep its default selection around a rule
+    (Intel MPI runs its preset 0 there): every measured point without a rule takes its
+    fastest forced algorithm, provided none of those is slower than AUTO beyond noise (the
+    confirmation's verdict, else non-overlapping 95 % intervals); otherwise no rule at all,
+    since the gain of the rules would cost a loss elsewhere."""
+    keep = e.algorithm == ""
+    slower = []
+    for idx, row in e[keep].iterrows():
+        alg = str(row.get("forced_best") or "")
+        verdict = row.get("forced_best_verdict")
+        worse = (verdict == "AUTO faster") if isinstance(verdict, str) and verdict else \
+            not (float(row.get("forced_best_ci_low", math.inf)) <= float(row["auto_ci_high"]))
+        if not alg or worse or bool(row["oversubscribed"]) \
+                or not _applies(lib, alg.split(":", 1)[1], p_ranges[int(row.procs)],
+                                int(row.size_lo)):
+            slower.append(f"{alg or 'nothing'} at P={row.procs} {row['size']} B")
+        else:
+            e.loc[idx, ["algorithm", "reason"]] = [
+                alg.split(":", 1)[1], f"{alg}: fills a gap (the library's file cannot keep its "
+                                      f"default; not slower than AUTO beyond noise)"]
+    if slower:
+        e.loc[:, "algorithm"] = ""
+        e.loc[:, "reason"] = ("AUTO kept everywhere: the library's file cannot keep its default "
+                              "around a rule, and the fill would be slower than AUTO ("
+                              + "; ".join(slower) + ")")
+        return Table(lib.name, ()), e
+    rules: list[Rule] = []
+    for _, row in e.sort_values(["procs", "size"]).iterrows():
+        lo, hi, p = int(row.size_lo), int(row.size_hi), p_ranges[int(row.procs)]
+        if rules and rules[-1].algorithm == row.algorithm and rules[-1].size_hi == lo \
+                and (rules[-1].procs_lo, rules[-1].procs_hi) == p:
+            rules[-1] = Rule(*p, rules[-1].size_lo, hi, row.algorithm)
+        else:
+            rules.append(Rule(*p, lo, hi, row.algorithm))
+    return Table(lib.name, tuple(rules)), e
 
 
 def writer(library: str):
@@ -255,9 +308,14 @@ def tune(root: Path, campaign: str, out_dir: Path | None = None, log=print) -> d
                 mod.write_json(table, lib, lib_dir)
         except ValueError as exc:
             raise TuneError(f"{library}: cannot write its tuning files: {exc}") from None
+        # a library that ignores a bad file silently (Open MPI) is asked what it loaded
+        reason = mod.in_force(env, lib) if env and hasattr(mod, "in_force") else None
+        if reason:
+            raise TuneError(f"{library}: {reason}")
+        notes = list(mod.notes(table, lib)) if hasattr(mod, "notes") else []
         files = sorted(str(p) for p in lib_dir.iterdir() if p.is_file())
         doc = {"campaign": campaign, "library": library, "condition": conds[library],
-               "table": table.to_dict(), "env": env, "files": files,
+               "table": table.to_dict(), "env": env, "files": files, "notes": notes,
                "kept_auto": int((rows.algorithm == "").sum()),
                "replaced": int((rows.algorithm != "").sum()), "made": results.now()}
         results.write_json(out_dir / f"{library}.json", doc)

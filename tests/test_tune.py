@@ -129,3 +129,23 @@ def test_table_round_trips_and_looks_up():
     t = Table("impi", (Rule(2, 4, 0, 4096, "ring"), Rule(2, 4, 4096, None, "nreduce")))
     assert Table.from_dict(json.loads(json.dumps(t.to_dict()))) == t
     assert t.lookup(3, 10**9) == "nreduce" and t.lookup(5, 8) is None
+
+
+def test_intel_mpi_gaps_are_filled_or_no_rule_is_written(tmp_path):
+    """Intel MPI's file cannot keep the default around a rule (it runs preset 0 there): each
+    measured point without a rule gets its fastest forced algorithm when that one is not
+    slower than AUTO beyond noise; if one is, no rule is written at all."""
+    def rows(slow_fill):
+        return [row("auto", 4096, 2e-6, 1e-8, library="impi"),
+                row("ring", 4096, (2.5e-6 if slow_fill else 2.0e-6), 1e-8, library="impi"),
+                row("auto", 65536, 9e-6, 1e-8, library="impi"),
+                row("nreduce", 65536, 6e-6, 1e-8, library="impi"),
+                row("ring", 65536, 7e-6, 1e-8, library="impi")]
+    root = summary(tmp_path / "a", rows(False))
+    table, out = tune.build(tune.evidence(tune.load(root, "t"), root / "t")[0], "impi")
+    assert table.rules == (Rule(2, 2, 4096, 16384, "ring"), Rule(2, 2, 16384, 65537, "nreduce"))
+    assert "fills a gap" in out.set_index("size").loc[4096, "reason"]
+    root = summary(tmp_path / "b", rows(True))
+    table, out = tune.build(tune.evidence(tune.load(root, "t"), root / "t")[0], "impi")
+    assert table.rules == () and out.reason.str.startswith("AUTO kept everywhere").all()
+    assert "native:ring at P=2 4096 B" in out.reason.iloc[0]
