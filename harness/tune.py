@@ -287,16 +287,61 @@ def env_lines(env: dict) -> str:
     return "".join(f"export {k}={shlex.quote(str(v))}\n" for k, v in sorted(env.items()))
 
 
-def tune(root: Path, campaign: str, out_dir: Path | None = None, log=print) -> dict:
-    """Build every library's table and write its files; returns {library: document}."""
+def exclude(table: Table, points, measured: dict) -> Table:
+    """``table`` with no rule covering any (P, size) of ``points`` (held-out points where
+    the verification found AUTO faster): a rule around such a point is cut at the geometric
+    mean between it and the nearest measured size the rule keeps on either side."""
+    rules = list(table.rules)
+    for p, h in points:
+        out = []
+        for r in rules:
+            if not r.matches(p, h):
+                out.append(r)
+                continue
+            inside = [s for s in measured.get(p, []) if r.matches(p, s)]
+            below, above = [s for s in inside if s < h], [s for s in inside if s > h]
+            if below:
+                out.append(Rule(r.procs_lo, r.procs_hi, r.size_lo,
+                                max(int(math.ceil(math.sqrt(max(below) * h))), max(below) + 1),
+                                r.algorithm))
+            if above:
+                out.append(Rule(r.procs_lo, r.procs_hi,
+                                min(int(math.ceil(math.sqrt(min(above) * h))), min(above)),
+                                r.size_hi, r.algorithm))
+        rules = out
+    return Table(table.library, tuple(rules))
+
+
+def tune(root: Path, campaign: str, out_dir: Path | None = None, log=print,
+         only: str | None = None, avoid=()) -> dict:
+    """Build every library's table (``only``: one library's) and write its files; returns
+    {library: document}. ``avoid``: (P, size) points no rule may cover (``exclude``)."""
     from .libraries import get_library
 
     store_dir = Path(root) / campaign
     out_dir = Path(out_dir or store_dir / "tuning")
     ev, conds = evidence(load(root, campaign), store_dir)
     docs, frames = {}, []
+    old = out_dir / "decisions.csv"
+    if only and old.is_file():  # the other libraries' decisions stay as they are
+        prev = pd.read_csv(old)
+        frames.append(prev[prev.library != only])
     for library in sorted(ev.library.unique()):
+        if only and library != only:
+            continue
         table, rows = build(ev, library)
+        if avoid:
+            mod = writer(library)
+            measured = {int(p): sorted(int(x) for x in g["size"]) for p, g in rows.groupby("procs")}
+            if mod is not None and not getattr(mod, "KEEPS_DEFAULT", True):
+                table = Table(library, ())  # a cut would leave a gap the library cannot keep
+            else:
+                table = exclude(table, avoid, measured)
+            rows["avoided"] = "; ".join(f"P={p} {s} B" for p, s in avoid)
+            for idx, r in rows.iterrows():
+                if r.algorithm and table.lookup(int(r.procs), int(r["size"])) is None:
+                    rows.loc[idx, ["algorithm", "reason"]] = [
+                        "", "AUTO kept: the verification found AUTO faster inside the range"]
         frames.append(rows)
         mod = writer(library)
         lib_dir = out_dir / library

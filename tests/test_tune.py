@@ -149,3 +149,13 @@ def test_intel_mpi_gaps_are_filled_or_no_rule_is_written(tmp_path):
     table, out = tune.build(tune.evidence(tune.load(root, "t"), root / "t")[0], "impi")
     assert table.rules == () and out.reason.str.startswith("AUTO kept everywhere").all()
     assert "native:ring at P=2 4096 B" in out.reason.iloc[0]
+
+
+def test_a_held_out_loss_cuts_the_rule_at_the_geometric_midpoint():
+    t = Table("mpich", (Rule(2, 2, 262144, (1 << 20) + 1, "recursive_multiplying"),
+                        Rule(2, 2, 8, 64, "ring")))
+    cut = tune.exclude(t, [(2, 262144)], {2: [8, 4096, 65536, 1 << 20]})
+    assert cut.rules == (Rule(2, 2, 524288, (1 << 20) + 1, "recursive_multiplying"),
+                         Rule(2, 2, 8, 64, "ring"))
+    both = tune.exclude(Table("x", (Rule(2, 2, 0, None, "ring"),)), [(2, 1000)], {2: [10, 100000]})
+    assert both.rules == (Rule(2, 2, 0, 100, "ring"), Rule(2, 2, 10000, None, "ring"))
