@@ -63,6 +63,9 @@ MISTAKES = [
     (("confirm", "rounds"), 0, "confirm.rounds"),
     (("confirm", "time_budget"), 0, "confirm.time_budget"),
     (("confirm", "colour"), 1, "confirm: unknown key(s) 'colour'"),
+    (("tune", "rounds"), 0, "tune.rounds"),
+    (("tune", "procs"), [0], "tune.procs[0]"),
+    (("tune", "enabled"), "yes", "tune.enabled"),
     (("experiments", "e", "thread_level"), "many", "experiments.e.thread_level"),
     (("experiments", "e", "timing"), "osu", "experiments.e.timing"),
 ]

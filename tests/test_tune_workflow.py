@@ -36,8 +36,10 @@ def test_campaign_tunes_verifies_and_reports(tmp_path):
         assert e["verdict"] in ("tuned faster", "AUTO faster", "tie", "oversubscribed")
     # the tuned launches ran with the library's file, the AUTO launches without it
     runs = [json.loads(p.read_text()) for p in (res / "tuning" / "verify" / "runs").glob("*.json")]
+    runs = [r for r in runs if r["launch"] < 600]  # the first pass (a second one cuts a rule)
     tuned = [r for r in runs if r["cells"][0]["cell"]["algorithm"] == "native:tuned"]
-    assert len(runs) == 4 + 2 * len({e["best"] for e in pts.values() if e["best"]})
+    bests = {e["best"] for e in pts.values()} - {"", "native:auto"}
+    assert len(runs) == 4 + 2 * len(bests)
     assert tuned and all(r["provenance"]["env"].get("MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE")
                          for r in tuned)
     md = (res / "tables" / "tuned.md").read_text()
