@@ -287,6 +287,16 @@ def env_lines(env: dict) -> str:
     return "".join(f"export {k}={shlex.quote(str(v))}\n" for k, v in sorted(env.items()))
 
 
+def _refined(path: Path) -> list[tuple[int, int]]:
+    """The held-out points an earlier verification found AUTO faster at, inside a rule: a
+    later ``harness tune`` keeps the rules cut there."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return []
+    return [(int(e["procs"]), int(e["size"])) for e in doc.get("refined") or []]
+
+
 def exclude(table: Table, points, measured: dict) -> Table:
     """``table`` with no rule covering any (P, size) of ``points`` (held-out points where
     the verification found AUTO faster): a rule around such a point is cut at the geometric
@@ -330,14 +340,15 @@ def tune(root: Path, campaign: str, out_dir: Path | None = None, log=print,
         if only and library != only:
             continue
         table, rows = build(ev, library)
-        if avoid:
+        avoid_here = list(avoid) if only else _refined(out_dir / f"verify-{library}.json")
+        if avoid_here:
             mod = writer(library)
             measured = {int(p): sorted(int(x) for x in g["size"]) for p, g in rows.groupby("procs")}
             if mod is not None and not getattr(mod, "KEEPS_DEFAULT", True):
                 table = Table(library, ())  # a cut would leave a gap the library cannot keep
             else:
-                table = exclude(table, avoid, measured)
-            rows["avoided"] = "; ".join(f"P={p} {s} B" for p, s in avoid)
+                table = exclude(table, avoid_here, measured)
+            rows["avoided"] = "; ".join(f"P={p} {s} B" for p, s in avoid_here)
             for idx, r in rows.iterrows():
                 if r.algorithm and table.lookup(int(r.procs), int(r["size"])) is None:
                     rows.loc[idx, ["algorithm", "reason"]] = [

@@ -100,17 +100,20 @@ def run_library(campaign, library: str, out: Path, log=print) -> dict:
     the document keeps the first pass."""
     from . import paths, tune
 
+    earlier = tune._refined(out)  # cuts an earlier verification made (harness tune keeps them)
     doc = _verify(campaign, library, LAUNCH_BASE, log)
     bad = [(e["procs"], e["size"]) for e in doc["entries"]
            if e["held_out"] and e["expected"] != "auto" and e["verdict"] == "AUTO faster"]
+    doc["refined"] = [{"procs": p, "size": s} for p, s in earlier]
     if bad:
         log(f"verify {library}: AUTO faster at held-out " + ", ".join(
             f"P={p} {s} B" for p, s in bad) + "; cutting the rules there and verifying again")
+        cuts = sorted(set(earlier) | set(bad))
         tune.tune(paths.results_root(), campaign.cfg.campaign, log=log, only=library,
-                  avoid=bad)
+                  avoid=cuts)
         first = doc
         doc = _verify(campaign, library, LAUNCH_BASE + 400, log)
-        doc.update(refined=[{"procs": p, "size": s} for p, s in bad],
+        doc.update(refined=[{"procs": p, "size": s} for p, s in cuts],
                    first_pass=first["entries"], first_table=first["table"])
     results.write_json(out, doc)
     return doc
