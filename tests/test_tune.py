@@ -159,3 +159,14 @@ def test_a_held_out_loss_cuts_the_rule_at_the_geometric_midpoint():
                          Rule(2, 2, 8, 64, "ring"))
     both = tune.exclude(Table("x", (Rule(2, 2, 0, None, "ring"),)), [(2, 1000)], {2: [10, 100000]})
     assert both.rules == (Rule(2, 2, 0, 100, "ring"), Rule(2, 2, 10000, None, "ring"))
+
+
+def test_cuts_of_an_earlier_verification_are_kept(tmp_path):
+    root = summary(tmp_path, four_sizes())
+    (root / "t" / "tuning").mkdir(parents=True)
+    (root / "t" / "tuning" / "verify-mpich.json").write_text(json.dumps(
+        {"refined": [{"procs": 2, "size": 200000}]}))
+    docs = tune.tune(root, "t", log=lambda *a: None)
+    rules = [Rule(**r) for r in docs["mpich"]["table"]["rules"]]
+    assert rules == [Rule(2, 2, 16384, 114487, "ring"), Rule(2, 2, 457947, 2 << 20, "ring")]
+    assert (root / "t" / "tuning" / "mpich" / "mpich-coll-selection.json").is_file()
