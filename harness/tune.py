@@ -22,6 +22,7 @@ the files), the library's own files (``harness/tuning/<library>.py``), and ``<li
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import math
@@ -370,8 +371,11 @@ def tune(root: Path, campaign: str, out_dir: Path | None = None, log=print,
             raise TuneError(f"{library}: {reason}")
         notes = list(mod.notes(table, lib)) if hasattr(mod, "notes") else []
         files = sorted(str(p) for p in lib_dir.iterdir() if p.is_file())
+        digest = hashlib.sha1(json.dumps([table.to_dict(), env]).encode()
+                              + b"".join(Path(f).read_bytes() for f in files)).hexdigest()[:12]
         doc = {"campaign": campaign, "library": library, "condition": conds[library],
                "table": table.to_dict(), "env": env, "files": files, "notes": notes,
+               "digest": digest,
                "kept_auto": int((rows.algorithm == "").sum()),
                "replaced": int((rows.algorithm != "").sum()), "made": results.now()}
         results.write_json(out_dir / f"{library}.json", doc)
@@ -395,4 +399,6 @@ def environment(root: Path, campaign: str, library: str) -> dict:
     if not path.is_file():
         raise KeyError(f"no tuning of campaign {campaign!r} for {library} ({path} not found); "
                        f"run `harness tune {campaign}` first")
-    return dict(json.loads(path.read_text())["env"])
+    doc = json.loads(path.read_text())
+    # HARNESS_TUNING names the tuning a launch followed (provenance; a new table, a new run)
+    return {**doc["env"], "HARNESS_TUNING": f"{campaign}@{doc.get('digest', '')}"}

@@ -144,6 +144,7 @@ def _verify(campaign, library: str, base: int, log) -> dict:
                          tuned_params if alg == TUNED else (), "single", cond["timing"])
 
     launches, index = [], base
+    tag = f"{cfg.campaign}@{tdoc.get('digest', '')}"
     for p in sorted({e["procs"] for e in pts}):
         here = [e for e in pts if e["procs"] == p]
         bests = sorted({e["best"] for e in here if e["best"]})
@@ -153,9 +154,10 @@ def _verify(campaign, library: str, base: int, log) -> dict:
             if alg == AUTOTUNER:  # the autotuner tries its candidates during the warm-up
                 run_settings = {**settings, "warmup": max(int(settings.get("warmup", 0)),
                                                           int(cfg.tune["autotuner_warmup"]))}
+            env = dict(plan.launch_env(lib, alg, tuned_params if alg == TUNED else ()))
+            env["HARNESS_TUNING"] = tag  # every launch of the pass: a new table, new launches
             launches.append((run_settings, plan.Run(
-                library=library, env=plan.launch_env(lib, alg, tuned_params if alg == TUNED
-                                                     else ()),
+                library=library, env=tuple(sorted(env.items())),
                 procs=p, nodes=nodes, cells=tuple(cell(alg, p, e["size"]) for e in mine),
                 thread_level="single", launch=index)))
             index += 1
