@@ -1,6 +1,6 @@
 """Correctness check of every ``classic`` allreduce algorithm, run under mpiexec:
 
-    mpiexec -n P python tests/mpi_check_algorithms.py [FAMILY [MAX_NODES MAX_PPN]]
+    mpiexec -n P python tests/mpi_check_algorithms.py [FAMILY [MAX_NODES MAX_PPN [shm]]]
 
 Family ``pap`` (``... mpi_check_algorithms.py pap``): SLT and PRR, each under the arrival
 times of every delay mode (none, one-late, rand-late, linear-skew and a reversed skew, max
@@ -45,7 +45,15 @@ OPS = ("sum", "prod", "max", "min", "user_max")
 VARIANTS = {"segmented_ring": [{"segment_size": 256}, {"segment_size": 1030}],
             # SUARA2 with every grid of P (added in main) and mixed sub-allreduces
             "suara2": [{"grid": "auto", "row": "rabenseifner", "col": "native"}],
-            "prr": [{"tau": 0.001}]}
+            "prr": [{"tau": 0.001}],
+            # shm: barriers instead of counters; 64 B pieces, so counts 7..4099 take many
+            # steps and both slots of the window
+            "shm": [{"sync": "barrier"}, {"chunk": 64}, {"chunk": 64, "sync": "barrier"}]}
+
+
+# node-aware algorithms: intra-node steps by messages (default) and on the node's shared-memory
+# window, also with 64 B pieces (many window steps per call)
+INTRA_VARIANTS = ({}, {"intra": "shm"}, {"intra": "shm", "chunk": 64, "sync": "barrier"})
 
 
 def _arrivals(name: str, size: int):
@@ -72,6 +80,8 @@ def node_aware(comm, ops) -> tuple[list, int]:
     first n*ppn ranks, then the real layout on every rank."""
     max_nodes = int(sys.argv[2]) if len(sys.argv) > 2 else 9
     max_ppn = int(sys.argv[3]) if len(sys.argv) > 3 else 4
+    # "shm" as the fourth argument: the intra-node steps also on the shared-memory window
+    intras = INTRA_VARIANTS if sys.argv[4:5] == ["shm"] else ({},)
     names = sorted(n for n, a in REGISTRY.items() if a.family == FAMILY)
     failures, checks = [], 0
     for ppn in range(1, max_ppn + 1):
@@ -81,16 +91,18 @@ def node_aware(comm, ops) -> tuple[list, int]:
                 continue
             sub = comm.Split(0 if comm.Get_rank() < procs else MPI.UNDEFINED, comm.Get_rank())
             if sub != MPI.COMM_NULL:
-                cases = [(n, {"layout": "emulated", "ppn": ppn}) for n in names]
                 # one value per process and a few; the long vector only on small layouts (it
                 # changes no partner, only the time of the check)
                 small = procs <= 8
+                cases = [(n, {"layout": "emulated", "ppn": ppn, **intra})
+                         for n in names for intra in intras]
                 f, c = check(sub, cases, ops, (0, 1, 7, 1000) if small else (1,),
                              calls=(1, 2) if small else (1,))
                 failures += f
                 checks += c
                 sub.Free()
-    f, c = check(comm, [(n, {"layout": "real"}) for n in names], ops, (1, 7))
+    f, c = check(comm, [(n, {"layout": "real", **intra}) for n in names
+                        for intra in intras], ops, (1, 7))
     return failures + f, checks + c
 
 
@@ -107,7 +119,8 @@ def main() -> int:
     if "suara2" in names:
         grids = [f"{size // c}x{c}" for c in range(1, size + 1) if size % c == 0]
         cases += [("suara2", {"grid": g, "row": r, "col": c})
-                  for g in grids for r, c in (("ring", "recursive_doubling"), ("native", "linear"))]
+                  for g in grids for r, c in (("ring", "recursive_doubling"), ("native", "linear"),
+                                              ("shm", "ring"))]
     if "suara_l" in names:  # every ordered 3-factorisation of P (1s included), mixed sub-allreduces
         trip = [(a, b, size // (a * b)) for a in range(1, size + 1) for b in range(1, size + 1)
                 if size % (a * b) == 0]
@@ -118,6 +131,9 @@ def main() -> int:
         failures, checks = node_aware(comm, ops)
     else:
         failures, checks = check(comm, cases, ops, counts)
+    if FAMILY == "shm":
+        f, c = late_arrivals(comm, cases)
+        failures, checks = failures + f, checks + c
     user_op.Free()
     everyone = comm.gather(failures, root=0)
     total = comm.reduce(checks, op=MPI.SUM, root=0)
@@ -130,6 +146,33 @@ def main() -> int:
             return 1
         print(f"OK {total}", flush=True)
     return 0
+
+
+def late_arrivals(comm, cases, calls=12) -> tuple[list, int]:
+    """Every case, ``calls`` calls in a row on 10,007 doubles, each rank arriving 0-30 ms late
+    (a different draw per rank and call; no barrier between calls): ranks that run ahead by
+    several calls must not overwrite what a late rank has yet to read."""
+    import time
+
+    rank, size = comm.Get_rank(), comm.Get_size()
+    rng = np.random.default_rng(1000 + rank)
+    count = 10_007
+    failures, checks = [], 0
+    for name, params in cases:
+        fn, ctx = REGISTRY[name].fn, Context(params=dict(params))
+        for call in range(calls):
+            send = verify.contribution(rank + call, count, "float64", "sum")
+            want = verify.expected(size, count, "float64", "sum") if call == 0 else sum(
+                verify.contribution(r + call, count, "float64", "sum") for r in range(size))
+            recv = verify.aligned_empty(count, "float64")
+            time.sleep(float(rng.uniform(0, 0.03)))
+            fn(comm, send, recv, MPI.SUM, ctx)
+            checks += 1
+            if not np.array_equal(recv, want):
+                failures.append(f"rank {rank}: algorithm={name} params={params} late arrivals "
+                                f"call {call}: wrong result at "
+                                f"{np.count_nonzero(recv != want)} of {count} elements")
+    return failures, checks
 
 
 def check(comm, cases, ops, counts, calls=(1, 2)) -> tuple[list, int]:

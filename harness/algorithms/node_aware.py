@@ -60,6 +60,12 @@ Choices where the paper is silent:
 
 Scratch buffers are allocated in ``prepare``; a call allocates nothing and every message uses
 the buffer interface.
+
+``intra=shm`` (default ``p2p``) runs the intra-node steps on the node's shared-memory window
+(``harness.algorithms.shm``; its ``chunk`` and ``sync`` parameters pass through): NAP's first
+and per-step intra-node allreduces (each among the node's participating ranks), SMP's
+reduction in the node (a shared-memory allreduce) and its broadcast from the master. The
+inter-node messages stay the same point-to-point messages.
 """
 
 from __future__ import annotations
@@ -77,6 +83,9 @@ TAG_SMP_REDUCE, TAG_SMP_MASTERS, TAG_SMP_BCAST = 2201, 2202, 2203
 
 # operations of a schedule on the pair (buf, tmp): (kind, peer, tag)
 SEND, RECV, RECV_REDUCE, EXCHANGE = 0, 1, 2, 3
+# intra=shm (peer is then a communicator): allreduce / broadcast from local rank 0 on the node's
+# shared-memory window, recursive doubling among the node masters
+SHM, SHM_BCAST, MASTERS_RD = 4, 5, 6
 
 
 # ---------------------------------------------------------------------------------------------
@@ -273,6 +282,7 @@ def nap_schedule(lay: _layout.Layout, rank: int) -> dict:
         else:
             local = [(RECV, node[r % nsub], TAG_NAP_SPREAD)]
         plan["steps"].append({
+            "members": nsub,
             "role": role,
             "peer": world(peer) if peer is not None else None,
             "feeds": [world(x) for x in feeds.get((node_id, r), [])],
@@ -286,7 +296,9 @@ def nap_schedule(lay: _layout.Layout, rank: int) -> dict:
 
 def _run(comm, ops, buf, tmp, op) -> None:
     for kind, peer, tag in ops:
-        if kind == EXCHANGE:
+        if kind >= SHM:
+            _run_shm(kind, peer, tag, buf, tmp, op)
+        elif kind == EXCHANGE:
             comm.Sendrecv(buf, peer, tag, tmp, peer, tag)
             op.Reduce_local(tmp, buf)
         elif kind == RECV_REDUCE:
@@ -296,6 +308,19 @@ def _run(comm, ops, buf, tmp, op) -> None:
             comm.Send(buf, peer, tag)
         else:
             comm.Recv(buf, peer, tag)
+
+
+def _run_shm(kind, sub, arg, buf, tmp, op) -> None:
+    from . import shm as _shm
+
+    if kind == SHM:
+        _shm.node_allreduce(sub, buf, buf, op, arg)  # in place: shm allows it
+    elif kind == SHM_BCAST:
+        _shm.bcast(sub, buf, 0, arg)
+    else:
+        fn, ctx = arg
+        np.copyto(tmp, buf)
+        fn(sub, tmp, buf, op, ctx)
 
 
 def _buffers(ctx, key, recvbuf):
@@ -325,8 +350,10 @@ def prepare_nap(comm, sendbuf, recvbuf, op, ctx):
     if plan is None:
         lay = _layout_for(comm, ctx)
         sched = nap_schedule(lay, comm.Get_rank())
+        if _intra(ctx) == "shm":
+            sched = _nap_shm(comm, lay, sched, ctx)
         plan = ctx.scratch[key] = (sched, *_buffers(ctx, ("nap.buf", key), recvbuf))
-        _record(ctx, lay, inter_steps=sched["n_steps"],
+        _record(ctx, lay, inter_steps=sched["n_steps"], intra=_intra(ctx),
                 **({"nap_fallback": sched["fallback"]} if sched["fallback"] else {}))
     return plan
 
@@ -337,15 +364,115 @@ def prepare_smp(comm, sendbuf, recvbuf, op, ctx):
     plan = ctx.scratch.get(key)
     if plan is None:
         lay = _layout_for(comm, ctx)
-        ops = smp_schedule(lay, comm.Get_rank())
+        if _intra(ctx) == "shm":
+            ops = _smp_shm(comm, lay, ctx)
+        else:
+            ops = smp_schedule(lay, comm.Get_rank())
         plan = ctx.scratch[key] = (ops, *_buffers(ctx, ("smp.buf", key), recvbuf))
-        _record(ctx, lay, inter_steps=(lay.n_nodes - 1).bit_length())
+        _record(ctx, lay, inter_steps=(lay.n_nodes - 1).bit_length(), intra=_intra(ctx))
     return plan
+
+
+# ---------------------------------------------------------------------------------------------
+# intra=shm: the intra-node steps through the node's shared-memory window (harness.algorithms.shm)
+
+INTRA = ("p2p", "shm")
+
+
+def _intra(ctx) -> str:
+    intra = str(ctx.params.get("intra", "p2p"))
+    if intra not in INTRA:
+        raise ValueError(f"intra must be one of {', '.join(INTRA)}, got {intra!r}")
+    return intra
+
+
+def _shm_params(ctx) -> dict:
+    return {k: v for k, v in ctx.params.items() if k in ("chunk", "sync")}
+
+
+def _node_comm(comm, lay, ctx):
+    """The communicator of this rank's node (ranks in local-rank order), split once per
+    (communicator, layout): collective over ``comm``."""
+    rank = comm.Get_rank()
+    key = ("node-comm", comm.py2f(), lay.node_of)
+    if key not in ctx.scratch:
+        ctx.scratch[key] = comm.Split(lay.node_of[rank], lay.local_rank(rank))
+    return ctx.scratch[key]
+
+
+def _members_comm(node, members: int, ctx):
+    """The node's first ``members`` local ranks (None for the others), split once per
+    (node communicator, members): collective over the node only, whose ranks share every
+    step's pattern."""
+    from mpi4py import MPI
+
+    if members == node.Get_size():
+        return node
+    key = ("members-comm", node.py2f(), members)
+    if key not in ctx.scratch:
+        sub = node.Split(0 if node.Get_rank() < members else MPI.UNDEFINED, node.Get_rank())
+        ctx.scratch[key] = None if sub == MPI.COMM_NULL else sub
+    return ctx.scratch[key]
+
+
+def _nap_shm(comm, lay, sched, ctx) -> dict:
+    """NAP's schedule with every intra-node allreduce on a shared-memory window: the first
+    on the whole node, each step's among the node's participating ranks, followed by the same
+    hand-over of the result to the idle ranks. ppn = 1 (no intra-node step) keeps recursive
+    doubling between the nodes."""
+    from . import shm as _shm
+
+    if sched["fallback"]:
+        return sched
+    params = _shm_params(ctx)
+    node = _node_comm(comm, lay, ctx)
+    out = dict(sched, first=[(SHM, node, params)], steps=[])
+    for st in sched["steps"]:
+        sub = _members_comm(node, st["members"], ctx)
+        if sub is None:  # an idle rank: it receives the result
+            local = st["local"]
+        else:
+            local = [(SHM, sub, params)] + [o for o in st["local"] if o[0] == SEND]
+        out["steps"].append(dict(st, local=local))
+    for ops in [out["first"]] + [st["local"] for st in out["steps"]]:
+        for o in ops:
+            if o[0] == SHM:
+                _shm.window(o[1], params)  # allocated here, never in a timed call
+    return out
+
+
+def _smp_shm(comm, lay, ctx) -> list:
+    """SMP with its intra-node steps on the node's window: a shared-memory allreduce in the
+    node (the master needs only its result; the others' copy is the price of one window
+    pass), recursive doubling among the masters, a shared-memory broadcast from the master."""
+    from mpi4py import MPI
+
+    from . import REGISTRY, Context
+    from . import shm as _shm
+
+    params = _shm_params(ctx)
+    node = _node_comm(comm, lay, ctx)
+    _shm.window(node, params)
+    ops = [(SHM, node, params)]
+    if lay.n_nodes > 1:
+        rank = comm.Get_rank()
+        master = lay.local_rank(rank) == 0
+        key = ("masters-comm", comm.py2f(), lay.node_of)
+        if key not in ctx.scratch:
+            sub = comm.Split(0 if master else MPI.UNDEFINED, lay.node_of[rank])
+            ctx.scratch[key] = None if sub == MPI.COMM_NULL else sub
+        if master:
+            ops.append((MASTERS_RD, ctx.scratch[key],
+                        (REGISTRY["recursive_doubling"].fn, Context())))
+        ops.append((SHM_BCAST, node, params))
+    return ops
+
+
 
 
 @register("nap", family=FAMILY,
           description="node-aware parallel allreduce (NAP): ceil(log_ppn n) inter-node steps, "
-                      "intra-node allreduces between them (params layout, ppn)")
+                      "intra-node allreduces between them (params layout, ppn, intra=p2p|shm)")
 def nap(comm, sendbuf, recvbuf, op, ctx):
     """NAP allreduce (Bienz et al., Algorithm 1, with Sect. III-A's non-power-of-ppn cases);
     see the module docstring."""
@@ -377,7 +504,7 @@ nap.node_aware = True  # counted even without a layout parameter (harness.counti
 
 @register("smp", family=FAMILY,
           description="SMP allreduce: reduce to a master per node, recursive doubling among "
-                      "masters, broadcast in the node (params layout, ppn)")
+                      "masters, broadcast in the node (params layout, ppn, intra=p2p|shm)")
 def smp(comm, sendbuf, recvbuf, op, ctx):
     """SMP allreduce (Bienz et al., Sect. II-A, Fig. 4); see the module docstring."""
     if recvbuf.size == 0:

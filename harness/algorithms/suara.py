@@ -161,6 +161,10 @@ def prepare(comm, sendbuf, recvbuf, op, ctx):
         plan = (row_comm, col_comm, f_row, f_col,
                 Context(params=dict(sub_params)), Context(params=dict(sub_params)),
                 verify.aligned_empty(recvbuf.size, recvbuf.dtype.str))
+        # a sub-allreduce's own set-up (shm's window) here too, never in a timed call
+        for f, c, sub_ctx in ((f_row, row_comm, plan[4]), (f_col, col_comm, plan[5])):
+            if getattr(f, "prepare", None):
+                f.prepare(c, sendbuf, plan[6], op, sub_ctx)
         ctx.scratch[key] = plan
         ctx.scratch["record"] = {"P_r": pr, "P_c": pc, "row": ar, "col": ac,
                                  "row_forcing": row_how, "col_forcing": col_how,
