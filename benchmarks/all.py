@@ -6,7 +6,9 @@
 - ranking of Intel MPI's forced ids, harness vs IMB: Spearman rho and pick loss
   (benchmarks/imb_ranking.py);
 - Python ring / recursive doubling / Rabenseifner / Open MPI's native (p2p_vs_native.py);
-- ``harness plan`` and ``snakemake -n`` on 100k cells, one SUARA2 selection (plan_scale.py).
+- ``harness plan`` and ``snakemake -n`` on 100k cells, one SUARA2 selection (plan_scale.py);
+- bus bandwidth of the shared-memory ``shm`` allreduce vs each library's best forced
+  algorithm and the copy bandwidth, P = 2 (shm_vs_native.py).
 
 Every comparison between launches is interleaved (A B A B) and reported as the median of
 the alternations. P=2 on this 2-core machine fits the cores; P=4 ratios are indicative.
@@ -27,6 +29,7 @@ import imb_ratio  # noqa: E402
 import overhead  # noqa: E402
 import p2p_vs_native  # noqa: E402
 import plan_scale  # noqa: E402
+import shm_vs_native  # noqa: E402
 
 from harness.units import format_size  # noqa: E402
 
@@ -50,6 +53,8 @@ def main():
     p2p, suara = p2p_vs_native.main(["--reps", "10" if a.quick else "30"])
     section("plan and dry run at 100k cells")
     t_plan, t_dry = plan_scale.main()
+    section("shared-memory allreduce vs each library's best forced algorithm (P=2)")
+    shm = shm_vs_native.main(["--rounds", "2" if a.quick else "3"])
 
     section("summary (each figure measured in this run)")
     for s, d in ov:
@@ -65,6 +70,14 @@ def main():
         print(f"python/native {mine:>18} P={procs} {size:>5}: {ratio:6.2f}   (target <= 1.25)")
     print(f"harness plan, 100k cells: {t_plan:6.2f} s; snakemake -n: {t_dry:6.2f} s   (target <= 10 s)")
     print(f"SUARA2 selection: {suara * 1e6:.1f} us   (target <= 50 us)")
+    for r in shm:
+        goal = 2.0 if r["size"] >= 16 * 2**20 else 1.2 if r["size"] >= 2**20 else None
+        if goal:
+            print(f"shm busbw / best native  {format_size(r['size']):>6}: {r['shm_vs_best_native']:6.2f}"
+                  f"   (target >= {goal}: {'met' if r['shm_vs_best_native'] >= goal else 'missed'})")
+        if r["size"] == 64 * 2**20:
+            print(f"shm busbw / copy bw      {format_size(r['size']):>6}: {r['shm_vs_copy']:6.2f}"
+                  f"   (target >= 0.5: {'met' if r['shm_vs_copy'] >= 0.5 else 'missed'})")
 
 
 if __name__ == "__main__":

@@ -62,16 +62,20 @@ def imb(lib, procs: int, sizes: list, iterations: int, extra_env: dict | None = 
 
 def harness_means(library: str, algorithm: str, procs: int, sizes: list, reps: int, *,
                   dtype: str = "float32", timing: str = "percall", imb_iterations: int = 0,
-                  warmup: int = 10, thread_level: str = "single") -> dict:
+                  warmup: int = 10, thread_level: str = "single", params: dict | None = None,
+                  max_volume: float | None = None) -> dict:
     """One MPI launch of the harness measuring ``sizes`` with exactly ``reps`` repetitions
-    each (samples in IMB mode): {size: mean seconds}."""
+    each (samples in IMB mode; with ``max_volume``, at most ``max_volume / size`` and at
+    least 5): {size: mean seconds}."""
     lib = libraries.get_library(library)
     cells = tuple(Cell(library, algorithm, procs, s, dtype, "sum", thread_level=thread_level,
-                       timing=timing) for s in sizes)
+                       timing=timing, params=tuple(sorted((params or {}).items())))
+                  for s in sizes)
     env = lib.native(algorithm).env if algorithm.startswith("native:") else {}
     run = Run(library=library, env=tuple(sorted(env.items())), procs=procs, nodes=1,
               cells=cells, thread_level=thread_level)
-    settings = {"confidence": 0.95, "precision": 1e-9, "min_reps": reps, "max_reps": reps,
+    settings = {"confidence": 0.95, "precision": 1e-9, "min_reps": min(reps, 5) if max_volume
+                else reps, "max_reps": reps, "max_volume": max_volume,
                 "time_budget": 1e9, "warmup": warmup, "base_compute": 0.0, "metric": "mean",
                 "sync": "barrier", "imb_iterations": imb_iterations}
     with tempfile.TemporaryDirectory() as tmp:

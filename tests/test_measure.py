@@ -58,13 +58,18 @@ def test_one_late_rank_arrives_late_and_the_mean_reflects_it(results_root):
     # those repetitions are flagged and the arrival claim is checked on the others
     clean = raw[raw.late_starts == 0]
     assert len(clean) >= 3
+    leads = []
     for arrival in clean.arrival:
         a = np.asarray(arrival)
         others = np.delete(a, 1)
         # rank 1 reaches the call 20 ms after the common start, the others at it; on an
-        # oversubscribed machine (P=4 on 2 cores) the others' own arrivals scatter by up to ~1 ms
-        assert a[1] - others.min() >= 0.020 - 50e-6
+        # oversubscribed machine (P=4 on 2 cores) the others' own arrivals scatter by up to
+        # ~1 ms, and a rank descheduled past the start reaches it late: the typical repetition
+        # is held to 50 us, every one to 2 ms
+        leads.append(a[1] - others.min())
+        assert a[1] - others.min() >= 0.020 - 2e-3
         assert a[1] - others.max() >= 0.020 - 2e-3
+    assert np.median(leads) >= 0.020 - 50e-6
     # ranks 0, 2, 3 wait for rank 1 inside the allreduce: mean elapsed >= 3/4 * 20 ms
     assert row["mean"] >= 0.75 * 0.020
     assert all(np.asarray(d)[1] == pytest.approx(0.02) for d in raw.delay)

@@ -236,3 +236,29 @@ def test_ties_and_oversubscribed_cells_claim_no_win(tmp_path):
     assert list(t.significant) == [False, True, False]
     md = to_markdown(t)
     assert "(tie)" in md and "‡" in md and "**2.00×**" in md and "**2.00× ‡**" not in md
+
+
+def test_harness_best_drawn_next_to_best(summary, tmp_path, monkeypatch):
+    """Harness rows of the library in the figure's conditions add the fastest of them per size
+    (a wrong row never counts; rows in other conditions are left out)."""
+    extra = pd.DataFrame([
+        row("mpich", "shm", 4096, 8e-6), row("mpich", "ring", 4096, 9e-6),
+        row("mpich", "shm", 2**20, 0.5e-3), row("mpich", "ring", 2**20, 0.1e-3, status="wrong"),
+        row("mpich", "ring", 2**20, 0.2e-3, delay="one-late", max_delay=0.001),
+    ], columns=SUMMARY_COLUMNS)
+    both = pd.concat([summary, extra])
+    best = figures.harness_best(tables.prepare(extra[extra["delay"] == "none"]))
+    assert list(zip(best["size"], best["algorithm"])) == [(4096, "shm"), (2**20, "shm")]
+    seen = {}
+    real_save = style.save
+
+    def keep(fig, path):
+        seen[str(path)] = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+        return real_save(fig, path)
+
+    monkeypatch.setattr(style, "save", keep)
+    csv = tmp_path / "summary.csv"
+    both.to_csv(csv, index=False)
+    figures.make_all(csv, tmp_path / "t", tmp_path / "f")
+    assert "harness best (shm)" in seen[str(tmp_path / "f" / "auto_vs_best_mpich")]
+    assert not any(t.startswith("harness best") for t in seen[str(tmp_path / "f" / "auto_vs_best_impi")])

@@ -8,6 +8,8 @@ conditions (dtype, op, delay, ...), one column per process count P:
   not-converged cells), AUTO (``native:auto``) as a thick black line, 95% CI error bars (the
   time CI converted to throughput), the BEST cell of every size ringed and its abbreviation
   written in the strip at the top of the panel, in the winner's colour;
+- the fastest harness algorithm of every size (e.g. ``shm``), when the summary has harness rows
+  of the library in the same conditions, as a dark-red dashed line ("harness best");
 - bottom: gain = AUTO time / BEST time per size (bars rise from the 1.0 reference, coloured as
   the winner; whiskers: the conservative CI ``auto_ci_low/best_ci_high .. auto_ci_high/best_ci_low``).
   A tie (the two CIs overlap) is an empty bar labelled "tie"; an oversubscribed cell (more
@@ -105,13 +107,39 @@ def _throughput(sub: pd.DataFrame):
     return x, y, err
 
 
+HARNESS_BEST_COLOR = "#7a0019"
+
+
+def harness_best(h: pd.DataFrame) -> pd.DataFrame:
+    """Per (P, nodes, size) the fastest timed harness-algorithm row (``algorithm`` names it)."""
+    timed = h[tables.timed_mask(h)] if not h.empty else h
+    if timed.empty:
+        return timed
+    idx = timed.groupby(["procs", "nodes", "size"])["mean"].idxmin()
+    return timed.loc[idx].sort_values("size")
+
+
+def _draw_harness_best(ax, hb: pd.DataFrame) -> tuple[float, float]:
+    """The fastest harness algorithm per size as a dashed line; its (min, max) throughput."""
+    x, y, err = _throughput(hb)
+    ax.errorbar(x, y, yerr=err, color=HARNESS_BEST_COLOR, lw=2.0, ls="--", marker="D", ms=4,
+                elinewidth=0.8, capsize=2, capthick=0.8, zorder=8)
+    nc = (hb["status"] == "not-converged").to_numpy()
+    if nc.any():
+        ax.plot(x[nc], y[nc], linestyle="none", marker="D", ms=4, markerfacecolor="white",
+                markeredgecolor=HARNESS_BEST_COLOR, zorder=9)
+    return float(np.nanmin(y - err[0])), float(np.nanmax(y + err[1]))
+
+
 def _draw_column(ax, axg, d: pd.DataFrame, table: pd.DataFrame, yscale: str, annotate_gain: bool,
-                 strip: float):
+                 strip: float, hb: pd.DataFrame | None = None):
     ok = tables.timed_mask(d)
     timed = d[ok]
     sizes = sorted(d["size"].unique())
     plotted = []
     ymin, ymax = math.inf, 0.0
+    if hb is not None and not hb.empty:
+        ymin, ymax = _draw_harness_best(ax, hb)
     for alg in _algo_order(timed["algorithm"]):
         sub = timed[timed["algorithm"] == alg].drop_duplicates("size", keep="last").sort_values("size")
         x, y, err = _throughput(sub)
@@ -232,14 +260,21 @@ def auto_vs_best_figure(df: pd.DataFrame, library: str, path_without_ext, *,
                         yscale: str = "log") -> list[Path]:
     """AUTO vs the forced native algorithms of ``library`` (see the module doc); one column per
     (P, nodes). ``df``: summary rows (any libraries; ``native:*`` rows of ``library`` are used),
-    all with the same dtype/op/delay/max_delay/late_rank/metric (else ValueError). Writes
-    ``<path>.png`` and ``<path>.pdf``; returns the two paths."""
+    all with the same dtype/op/delay/max_delay/late_rank/metric (else ValueError). Rows of
+    harness algorithms under ``library`` in the same conditions add the fastest of them per
+    size as a dashed line ("harness best"). Writes ``<path>.png`` and ``<path>.pdf``; returns
+    the two paths."""
     style.setup()
-    d = tables.prepare(df)
-    d = d[(d["library"] == library) & d["algorithm"].str.startswith("native:")]
+    full = tables.prepare(df)
+    full = full[full["library"] == library]
+    d = full[full["algorithm"].str.startswith("native:")]
+    h = full[~full["algorithm"].str.startswith("native:")]
     if d.empty:
         raise ValueError(f"no native:* rows of library {library!r}")
     ctx = _one_context(d)
+    for col, v in ctx.items():  # harness rows in the figure's conditions only
+        h = h[(h[col] == v) | (h[col].isna() & pd.isna(v))]
+    hbest = harness_best(h)
     table = tables.auto_vs_best(d)
     cols = d[["procs", "nodes"]].drop_duplicates().sort_values(["procs", "nodes"]).to_records(index=False)
     ncols = len(cols)
@@ -256,8 +291,9 @@ def auto_vs_best_figure(df: pd.DataFrame, library: str, path_without_ext, *,
         tsub = table[(table["procs"] == p)]
         if "nodes" in tsub.columns:
             tsub = tsub[tsub["nodes"] == n]
+        hb = hbest[(hbest["procs"] == p) & (hbest["nodes"] == n)] if not hbest.empty else None
         plotted |= set(_draw_column(ax, axg, sub, tsub, yscale, annotate_gain=n_sizes <= 10,
-                                    strip=0.25 if n_sizes > 9 else 0.13))
+                                    strip=0.25 if n_sizes > 9 else 0.13, hb=hb))
         title = f"P = {int(p)}" + (f", {int(n)} node{'s' if n != 1 else ''}" if many_nodes else "")
         ax.set_title(title, pad=4)
         axg.set_xlabel("Message size per rank")
@@ -280,6 +316,10 @@ def auto_vs_best_figure(df: pd.DataFrame, library: str, path_without_ext, *,
         handles.append((h, style.long_label(alg)))
     handles.append((Line2D([], [], linestyle="none", marker="o", ms=9, markerfacecolor="none",
                            markeredgecolor="black"), "BEST at that size (name on top)"))
+    if not hbest.empty:
+        names = ", ".join(sorted(set(hbest["algorithm"])))
+        handles.append((Line2D([], [], color=HARNESS_BEST_COLOR, lw=2.0, ls="--", marker="D", ms=4),
+                        f"harness best ({names})"))
     if (d[tables.timed_mask(d)]["status"] == "not-converged").any():
         handles.append((Line2D([], [], linestyle="none", marker="o", ms=4.5, markerfacecolor="white",
                                markeredgecolor="0.3"), "hollow: CI not converged"))
@@ -319,8 +359,8 @@ def make_all(summary_csv, tables_dir, figures_dir, libraries=None) -> list[Path]
     one without a native row gets a figure saying so. Also ``tables_dir/auto_vs_best.{md,tex,
     csv}`` for all libraries. Returns the paths. Failed, wrong and timeout cells never stop
     it: they are listed, not drawn."""
-    d = tables.load_summary(summary_csv)
-    d = d[d["algorithm"].str.startswith("native:")]
+    everything = tables.load_summary(summary_csv)
+    d = everything[everything["algorithm"].str.startswith("native:")]
     written: list[Path] = []
     table = tables.auto_vs_best(d)
     ctx = context_label(table.attrs.get("context", {}))
@@ -337,16 +377,22 @@ def make_all(summary_csv, tables_dir, figures_dir, libraries=None) -> list[Path]
                                          "allreduce algorithms", "no native cell of this library "
                                          "in the summary")
             continue
+        # the library's harness-algorithm rows ride along (same P and sizes as its natives)
+        hl = everything[(everything["library"] == lib)
+                        & ~everything["algorithm"].str.startswith("native:")
+                        & everything["procs"].isin(set(dl["procs"]))
+                        & everything["size"].isin(set(dl["size"]))]
         vary = tables.varying(dl, FIGURE_CONTEXT)
         if not vary:
-            written += auto_vs_best_figure(dl, lib, main)
+            written += auto_vs_best_figure(pd.concat([dl, hl]), lib, main)
             continue
         groups = [g for _, g in dl.groupby(vary, dropna=False, sort=True)]
         for g in groups:
             slug = _slug(tables.constants(g, FIGURE_CONTEXT), vary)
-            written += auto_vs_best_figure(g, lib, Path(figures_dir) / f"auto_vs_best_{lib}_{slug}")
+            written += auto_vs_best_figure(pd.concat([g, hl]), lib,
+                                           Path(figures_dir) / f"auto_vs_best_{lib}_{slug}")
         richest = max(groups, key=lambda g: int(tables.timed_mask(g).sum()))  # first on ties
-        written += auto_vs_best_figure(richest, lib, main)
+        written += auto_vs_best_figure(pd.concat([richest, hl]), lib, main)
     return written
 
 
