@@ -151,7 +151,8 @@ def main() -> int:
 def late_arrivals(comm, cases, calls=12) -> tuple[list, int]:
     """Every case, ``calls`` calls in a row on 10,007 doubles, each rank arriving 0-30 ms late
     (a different draw per rank and call; no barrier between calls): ranks that run ahead by
-    several calls must not overwrite what a late rank has yet to read."""
+    several calls must not overwrite what a late rank has yet to read. Then one call in place
+    (send buffer = receive buffer)."""
     import time
 
     rank, size = comm.Get_rank(), comm.Get_size()
@@ -172,6 +173,12 @@ def late_arrivals(comm, cases, calls=12) -> tuple[list, int]:
                 failures.append(f"rank {rank}: algorithm={name} params={params} late arrivals "
                                 f"call {call}: wrong result at "
                                 f"{np.count_nonzero(recv != want)} of {count} elements")
+        # in place: the send buffer is the receive buffer (NAP and SMP call it so)
+        buf = verify.contribution(rank, count, "float64", "sum")
+        fn(comm, buf, buf, MPI.SUM, ctx)
+        checks += 1
+        if not np.array_equal(buf, verify.expected(size, count, "float64", "sum")):
+            failures.append(f"rank {rank}: algorithm={name} params={params} in place: wrong result")
     return failures, checks
 
 
