@@ -41,8 +41,9 @@ MAX_VOLUME = 2 * 2**30  # bytes per cell: 32 repetitions at 64 MiB, 200 at 64 Ki
 REPS = 200
 
 
-def copy_seconds(size: int, reps: int = 20) -> float:
-    """Median time of ``np.copyto`` between two page-aligned, touched arrays of ``size`` B."""
+def copy_seconds(size: int, reps: int = 20, before=None) -> float:
+    """Median time of ``np.copyto`` between two page-aligned, touched arrays of ``size`` B
+    (``before()`` runs ahead of each copy, untimed)."""
     from harness.verify import aligned_empty
 
     n = size // 8
@@ -51,6 +52,8 @@ def copy_seconds(size: int, reps: int = 20) -> float:
     dst[:] = 0.0
     times = []
     for _ in range(reps + 2):
+        if before:
+            before()
         t0 = time.perf_counter()
         np.copyto(dst, src)
         times.append(time.perf_counter() - t0)
@@ -58,19 +61,7 @@ def copy_seconds(size: int, reps: int = 20) -> float:
 
 
 def _copy_worker(barrier, size, reps, out):
-    from harness.verify import aligned_empty
-
-    n = size // 8
-    src, dst = aligned_empty(n, "float64"), aligned_empty(n, "float64")
-    src[:] = 1.0
-    dst[:] = 0.0
-    times = []
-    for _ in range(reps + 2):
-        barrier.wait()
-        t0 = time.perf_counter()
-        np.copyto(dst, src)
-        times.append(time.perf_counter() - t0)
-    out.put(median(times[2:]))
+    out.put(copy_seconds(size, reps, before=barrier.wait))
 
 
 def concurrent_copy_seconds(size: int, procs: int = PROCS, reps: int = 20) -> float:

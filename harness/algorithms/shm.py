@@ -217,12 +217,16 @@ def _reduce(ufunc, op, first, others, out) -> None:
         op.Reduce_local(x, out)
 
 
-def allreduce_flags(nd: Node, comm, sendbuf, recvbuf, op) -> None:
+def _call(nd: Node, recvbuf, op):
+    """What both variants need: count, P, rank, dtype, (steps, piece length), ufunc, others."""
     count, P, r = recvbuf.size, nd.size, nd.rank
     dtype = recvbuf.dtype
-    steps, per = _plan(count, P, dtype.itemsize, nd.chunk)
-    ufunc = _ufunc(op)
-    others = [q for q in range(P) if q != r]
+    return (count, P, r, dtype, _plan(count, P, dtype.itemsize, nd.chunk), _ufunc(op),
+            [q for q in range(P) if q != r])
+
+
+def allreduce_flags(nd: Node, comm, sendbuf, recvbuf, op) -> None:
+    count, P, r, dtype, (steps, per), ufunc, others = _call(nd, recvbuf, op)
     g0 = nd.step
     nd.step += steps
 
@@ -267,11 +271,7 @@ def allreduce_flags(nd: Node, comm, sendbuf, recvbuf, op) -> None:
 
 
 def allreduce_barrier(nd: Node, comm, sendbuf, recvbuf, op) -> None:
-    count, P, r = recvbuf.size, nd.size, nd.rank
-    dtype = recvbuf.dtype
-    steps, per = _plan(count, P, dtype.itemsize, nd.chunk)
-    ufunc = _ufunc(op)
-    others = [q for q in range(P) if q != r]
+    count, P, r, dtype, (steps, per), ufunc, others = _call(nd, recvbuf, op)
     barrier = comm.Barrier
     # the first step's input slot was last read in step g-2, maybe by a flags call or a
     # broadcast that no barrier closed; later steps follow this call's barriers
