@@ -20,7 +20,7 @@ setup: $(STAMP) mpi
 # the virtual environment with the harness (editable) and its dependencies
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test,dnn]'
 	touch $@
 
 # the MPI libraries of harness/data/libraries.yaml, each in its own prefix under .mpi/

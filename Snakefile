@@ -29,6 +29,7 @@ include: "workflow/rules/report.smk"
 include: "workflow/rules/confirm.smk"
 include: "workflow/rules/tune.smk"
 include: "workflow/rules/page.smk"
+include: "workflow/rules/sgd.smk"
 
 rule all:
     default_target: True
@@ -41,3 +42,4 @@ rule all:
         rules.report_confirm.output if CONFIRM_GROUPS else [],
         rules.report_tuned.output if TUNE_LIBS else [],
         RES + "/report/index.html",
+        SGD_OUTPUTS,

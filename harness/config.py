@@ -98,6 +98,7 @@ class Config:
     plugins: tuple = ()  # absolute paths of algorithm plugins
     confirm: dict = None  # the confirmation stage (harness.confirm): enabled, rounds, time_budget
     tune: dict = None  # tuned selection (harness.tune, harness.tune_verify): enabled, rounds, ...
+    sgd: dict = None  # distributed SGD experiments by name (harness.dnn.sgd), as validated
 
 
 def validate(doc, source: str = "config", base: Path | None = None) -> Config:
@@ -179,7 +180,8 @@ def validate(doc, source: str = "config", base: Path | None = None) -> Config:
     return Config(campaign=doc["campaign"], seed=doc["seed"], launch=doc["launch"],
                   run_walltime=walltime, stopping=stopping, libraries=doc["libraries"],
                   experiments=tuple(experiments), source=source, digest=digest,
-                  plugins=tuple(plugins), confirm=confirm, tune=dict(doc["tune"]))
+                  plugins=tuple(plugins), confirm=confirm, tune=dict(doc["tune"]),
+                  sgd={k: v for k, v in doc["sgd"].items() if v.get("enabled", True)})
 
 
 def _explain(err) -> str:
