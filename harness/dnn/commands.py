@@ -1,0 +1,102 @@
+"""``harness dnn``: the deep-learning workloads from the command line.
+
+``register(subparsers)`` adds ``dnn`` with the subcommand ``traces`` (Castelló et al. 2021,
+Fig. 7: the gradient messages of AlexNet, ResNet-50, VGG-11 and ResNet-110, and their fusion
+into allreduce calls). Each handler returns an exit code: 0 success, 2 bad input or a missing
+dependency (nothing written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+
+from . import traces
+
+__all__ = ["register", "cmd_traces"]
+
+_TRACES_HELP = """\
+Write the table and figure of Castelló et al. 2021, Fig. 7 from the committed gradient traces
+(harness/data/traces/<model>.json; no PyTorch needed):
+
+  <out-tables>/dnn_models.{md,tex,csv}  per model: dataset, gradient tensors, parameters vs
+                                        the published count, allreduce calls per iteration
+                                        and the largest one under Horovod tensor fusion
+                                        (64 MiB) and PyTorch DDP buckets (1 MiB, then 25 MiB)
+                                        in fp32 and fp16, bytes per iteration
+  <out-figures>/dnn_fig7.{png,pdf}      per model, the size of each per-tensor message and
+                                        how many there are of each size (fused calls marked)
+
+--regenerate first rebuilds the traces of the chosen models from the model code
+(torchvision; ResNet-110 in harness/dnn/models.py); it needs the [dnn] extra:
+pip install -e '.[dnn]'.
+"""
+
+
+def _models(text: str) -> list[str]:
+    names = [m.strip() for m in text.split(",") if m.strip()]
+    bad = [m for m in names if m not in traces.MODELS]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown model {', '.join(map(repr, bad)) or repr(text)}; "
+            f"valid: {', '.join(traces.MODELS)}")
+    return list(dict.fromkeys(names))
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    """Add ``dnn`` (and ``dnn traces``) to ``subparsers``; returns the ``dnn`` parser."""
+    from .. import paths
+
+    p = subparsers.add_parser(
+        "dnn", help="deep-learning workloads: gradient traces of real CNNs (Castelló et al. Fig. 7)",
+        description="Deep-learning workloads. `harness dnn traces --help` for the subcommand.")
+    p.set_defaults(func=lambda args, parser=None: _usage(p))
+    sub = p.add_subparsers(dest="dnn_command", metavar="{traces}")
+    q = sub.add_parser(
+        "traces", help="table and figure of the CNNs' gradient messages (Castelló et al. Fig. 7)",
+        description=_TRACES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    q.add_argument("--models", type=_models, default=list(traces.MODELS),
+                   help=f"comma-separated models (default: all: {','.join(traces.MODELS)})")
+    q.add_argument("--out-tables", type=Path, default=paths.results_root() / "dnn" / "tables",
+                   metavar="DIR", help="directory of dnn_models.{md,tex,csv} "
+                   "(default: %(default)s)")
+    q.add_argument("--out-figures", type=Path, default=paths.figures_root() / "dnn",
+                   metavar="DIR", help="directory of dnn_fig7.{png,pdf} (default: %(default)s)")
+    q.add_argument("--regenerate", action="store_true",
+                   help="rebuild the chosen models' traces from the model code first "
+                   "(needs PyTorch: pip install -e '.[dnn]')")
+    q.set_defaults(func=cmd_traces)
+    return p
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def cmd_traces(args, parser=None) -> int:
+    models = list(args.models)
+    if args.regenerate:
+        if importlib.util.find_spec("torch") is None or importlib.util.find_spec(
+                "torchvision") is None:
+            print("harness dnn traces: --regenerate builds the models with PyTorch and "
+                  "torchvision, which are not installed; pip install -e '.[dnn]'",
+                  file=sys.stderr)
+            return 2
+        for m in models:
+            old = traces.load(m) if traces.path_of(m).exists() else None
+            new = traces.generate(m)
+            path = traces.write(new, traces.path_of(m))
+            what = "unchanged" if old == new else "rewritten"
+            print(f"{path}: {len(new.tensors)} tensors, {new.parameters:,} parameters ({what})")
+    from ..report import dnn_traces  # matplotlib, pandas: only when needed
+
+    written = dnn_traces.make_fig7(models, args.out_tables, args.out_figures)
+    md = next(p for p in written if p.suffix == ".md")
+    print(md.read_text().rstrip())
+    print()
+    for path in written:
+        print(f"wrote {path}")
+    return 0
