@@ -7,7 +7,10 @@ from snakemake.exceptions import WorkflowError
 from harness.config import ConfigError
 from harness.workflow import Campaign
 
-configfile: "config/experiments.yaml"
+# `--configfile mine.yaml` runs that file alone: Snakemake would otherwise merge it into the
+# default config key by key (the default's experiments would run too)
+if not workflow.overwrite_configfiles:
+    configfile: "config/experiments.yaml"
 
 try:
     CAMPAIGN = Campaign(config, source="config")
@@ -39,6 +42,7 @@ rule all:
         rules.report_suara.output if SUARA else [],
         rules.report_node_aware.output if NODE_AWARE else [],
         rules.report_pap.output if HAS_PAP else [],
+        rules.report_workload.output if WORKLOAD_MODELS else [],
         rules.report_confirm.output if CONFIRM_GROUPS else [],
         rules.report_tuned.output if TUNE_LIBS else [],
         RES + "/report/index.html",

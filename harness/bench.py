@@ -26,6 +26,7 @@ from .algorithms import Context, load_plugin, resolve
 from .algorithms.native import native_allreduce
 from .arrival import Monitor, pap_phase
 from .delays import compute_phase, delay_vector, wait_until
+from .dnn import workload
 from .libraries import get_library
 from .plan import THREAD_LEVELS, Cell
 
@@ -64,9 +65,12 @@ class _Cell:
         self.ctx = Context(params=dict(cell.params),
                            sendspec=[MPI.buffer(self.send), cell.count, mpitype],
                            recvspec=[MPI.buffer(self.recv), cell.count, mpitype])
+        # a workload cell replays one training iteration's calls, each on its slice
+        self.calls = (self._workload_calls(MPI, mpitype) if workload.is_workload(cell.params)
+                      else None)
         prepare = getattr(self.fn, "prepare", None)
-        if prepare:  # set-up an algorithm makes once (SUARA2's communicators), never timed
-            prepare(comm, self.send, self.recv, self.op, self.ctx)
+        if prepare and self.calls is None:  # set-up an algorithm makes once (SUARA2's
+            prepare(comm, self.send, self.recv, self.op, self.ctx)  # communicators), untimed
         self.wtime = MPI.Wtime
         self.exch = np.zeros(6)
         self.every = np.zeros((self.procs, 6))
@@ -135,10 +139,35 @@ class _Cell:
             self.ctx.scratch["arrival"] = given
         return 0.0 if on_time or self.sync != "window" else 1.0
 
+    def _workload_calls(self, MPI, mpitype) -> list:
+        """A workload cell's iteration (``harness.dnn.workload``): per allreduce call, the
+        call and its arguments on the call's slice of the buffers, built once; a harness
+        algorithm gets a context (and its untimed ``prepare``) per call."""
+        calls = []
+        prepare = getattr(self.fn, "prepare", None)
+        for s in workload.slices(self.cell.params, self.cell.dtype):
+            send, recv, n = self.send[s], self.recv[s], s.stop - s.start
+            specs = ([MPI.buffer(send), n, mpitype], [MPI.buffer(recv), n, mpitype])
+            if self.fn is native_allreduce:
+                calls.append((self.comm.Allreduce, (*specs, self.op)))
+                continue
+            ctx = Context(params=dict(self.cell.params), sendspec=specs[0], recvspec=specs[1])
+            if prepare:
+                prepare(self.comm, send, recv, self.op, ctx)
+            calls.append((self.fn, (self.comm, send, recv, self.op, ctx)))
+        return calls
+
+    def _iteration(self) -> None:
+        for call, args in self.calls:
+            call(*args)
+
     def timed_call(self):
         """``(call, args)``: what the timer brackets. The library's ``MPI_Allreduce`` is
         called as a bound method on prebuilt buffer specs (one Python frame less than the
-        algorithm wrapper); any other algorithm as ``fn(comm, send, recv, op, ctx)``."""
+        algorithm wrapper); any other algorithm as ``fn(comm, send, recv, op, ctx)``; a
+        workload cell's iteration as its calls back to back."""
+        if self.calls is not None:
+            return self._iteration, ()
         if self.fn is native_allreduce:
             return self.comm.Allreduce, (self.ctx.sendspec, self.ctx.recvspec, self.op)
         return self.fn, (self.comm, self.send, self.recv, self.op, self.ctx)
@@ -267,8 +296,12 @@ def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None,
     entry = {"cell_id": cell.cell_id, "cell": cell.to_dict(), "metric": metric, "warmup": warmup,
              "seed": seed, "timing": cell.timing}
     if cell.algorithm.startswith("native:"):
-        reason = get_library(cell.library).native(cell.algorithm).not_applicable(
-            cell.count, comm.Get_size(), np.dtype(cell.dtype).itemsize)
+        native = get_library(cell.library).native(cell.algorithm)
+        counts = (sorted(set(workload.counts(cell.params, cell.dtype)))
+                  if workload.is_workload(cell.params) else [cell.count])
+        reason = next(filter(None, (native.not_applicable(n, comm.Get_size(),
+                                                          np.dtype(cell.dtype).itemsize)
+                                    for n in counts)), None)
         if reason:
             entry.update(status="failed", error=reason, stats={}, converged=False,
                          finished=results.now())
@@ -351,7 +384,9 @@ def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None,
         record = dict(record or {}, imb_iterations=iterations)
     if oversubscribed:
         record = dict(record or {}, oversubscribed=True)
-    if status in ("ok", "not-converged"):  # node layout + message counts: one untimed call
+    if m.calls is not None:  # a workload cell: its calls, not one whole-buffer call
+        record = dict(record or {}, **workload.record(cell.params, cell.dtype))
+    elif status in ("ok", "not-converged"):  # node layout + message counts: one untimed call
         from .counting import record_counts
 
         record = record_counts(comm, cell, m.fn, m.send, m.recv, m.op, record)

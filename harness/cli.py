@@ -15,6 +15,7 @@ from pathlib import Path
 from . import __version__, libraries, paths, plan, results, runner, stats
 from .algorithms import harness_names, load_plugin
 from .delays import DELAY_MODES, SYNC_MODES
+from .dnn import workload
 from .plan import Cell, Run, launch_env
 from .units import format_size, format_time, parse_size, parse_time
 from .verify import DTYPES, OPS
@@ -120,7 +121,10 @@ def _add_run(sub):
     g.add_argument("--metric", choices=("mean", "max", "min", "span"), default="mean",
                    help="per-repetition elapsed time the rule is applied to")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                   help="algorithm parameter, e.g. grid=4x2 or segment_size=65536 (repeatable)")
+                   help="algorithm parameter, e.g. grid=4x2 or segment_size=65536 (repeatable); "
+                        "workload=resnet50 (with fusion=ddp|horovod, precision=fp32|fp16) "
+                        "times one training iteration's gradient calls instead, and --size is "
+                        "the iteration's bytes")
     p.add_argument("--seed", type=int, default=0, help="seed of rand-late delays")
     p.add_argument("--timeout", type=_typed(parse_time, "time"), default="10min",
                    help="wall-time limit of the MPI launch")
@@ -171,7 +175,7 @@ def cmd_run(args, parser) -> int:
     if args.delay != "none" and args.max_delay == 0:
         err(f"argument --max-delay: delay mode {args.delay} needs --max-delay > 0")
     itemsize = {"float32": 4, "float64": 8, "int32": 4, "int64": 8}[args.dtype]
-    if args.size % itemsize:
+    if args.size % itemsize and not any(p.startswith("workload=") for p in args.param):
         err(f"argument --size: {args.size} bytes is not a whole number of {args.dtype} "
             f"elements ({itemsize} bytes each)")
     rule = stats.StoppingRule(args.confidence, args.precision, args.min_reps, args.max_reps,
@@ -192,6 +196,14 @@ def cmd_run(args, parser) -> int:
         if not sep or not key:
             err(f"argument --param: expected KEY=VALUE, got {item!r}")
         params[key] = int(value) if value.isdigit() else value
+    if workload.is_workload(params):  # a training iteration: its size comes from the trace
+        try:
+            if "iteration_compute" in params:
+                params["iteration_compute"] = parse_time(str(params["iteration_compute"]))
+            workload.check(params)
+        except ValueError as exc:
+            err(f"argument --param: {exc}")
+        args.size = workload.size(params, args.dtype)
     if "layout" in params or "ppn" in params:  # node layout (harness/layout.py)
         from .layout import LayoutError, emulated, parse
 
@@ -790,6 +802,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_install)
     p = sub.add_parser("doctor", help="each library's version string and whether its launcher starts")
     p.set_defaults(func=cmd_doctor)
+    from .dnn.commands import register as register_dnn  # `harness dnn traces`
+
+    register_dnn(sub)
     return parser
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from . import plan, results, runner
+from .dnn import workload
 from .stats import t_quantile
 
 USABLE = ("ok", "not-converged")
@@ -47,7 +48,8 @@ def groups(runs) -> dict[str, tuple]:
     for r in runs:
         key = (r.library, r.procs, r.nodes, r.thread_level)
         algs.setdefault(key, set()).update(c.algorithm for c in r.cells
-                                           if c.algorithm.startswith("native:"))
+                                           if c.algorithm.startswith("native:")
+                                           and not workload.is_workload(c.params))
     return {group_name(*k): k for k, a in sorted(algs.items())
             if "native:auto" in a and len(a) > 1}
 
@@ -137,7 +139,9 @@ def run_group(campaign, name: str, out: Path, log=print) -> dict:
 
     library, procs, nodes, level = campaign.confirm_groups()[name]
     cfg = campaign.cfg
-    df = pd.read_csv(campaign.store.summary)
+    from .dnn.workload import without
+
+    df = without(pd.read_csv(campaign.store.summary))  # iterations are confirmed elsewhere
     entries = pick(df, library, procs, nodes, level)
     todo = [e for e in entries if "verdict" not in e]
     rounds = int(cfg.confirm["rounds"])

@@ -758,7 +758,9 @@ def fit_campaign(summary_csv, library: str = "openmpi", source: str = "native",
     if source == "native" and library != "openmpi":
         raise ValueError(f"library: the Table 1 models are of Open MPI's algorithms; native "
                          f"fits need library 'openmpi', got {library!r}")
-    df = pd.read_csv(summary_csv)
+    from .dnn.workload import without
+
+    df = without(pd.read_csv(summary_csv))  # workload rows time iterations, not calls
     gamma_how = "given"
     if gamma is None:
         gamma, gamma_how = measure_gamma(), "measure_gamma (np.add on this machine)"

@@ -147,43 +147,37 @@ def expand(cfg) -> list[Run]:
                                            f"{cfg.source}: experiments.{ex.name}.algorithms")
             for alg in algorithms:
                 for procs in ex.procs:
-                    for size in ex.sizes:
-                        for dtype in ex.dtypes:
-                            if size % np.dtype(dtype).itemsize:
-                                from .config import ConfigError
-                                raise ConfigError(
-                                    f"{cfg.source}: experiments.{ex.name}.sizes: {size} bytes is not a whole "
-                                    f"number of {dtype} elements")
-                            for op in ex.ops:
-                                for mode, max_delay in delay_settings:
-                                    for params in param_sets(ex.params):
-                                        try:
-                                            level = resolve_thread_level(ex.thread_level, alg, params)
-                                        except ValueError as exc:
-                                            from .config import ConfigError
-                                            raise ConfigError(
-                                                f"{cfg.source}: experiments.{ex.name}.thread_level: "
-                                                f"{exc}") from None
-                                        if ex.timing == "imb" and (mode != "none" or
-                                                                   "compute" in dict(params)):
-                                            from .config import ConfigError
-                                            raise ConfigError(
-                                                f"{cfg.source}: experiments.{ex.name}.timing: 'imb' "
-                                                f"times calls back to back and takes no delay mode "
-                                                f"or compute phase, got delay {mode!r}")
-                                        cell = Cell(libname, alg, procs, size, dtype, op, mode,
-                                                    max_delay,
-                                                    ex.late_rank if mode == "one-late" else 0,
-                                                    ex.nodes, params, level, ex.timing)
-                                        try:
-                                            env = launch_env(lib, alg, params)
-                                        except KeyError as exc:
-                                            from .config import ConfigError
-                                            raise ConfigError(
-                                                f"{cfg.source}: experiments.{ex.name}.params: "
-                                                f"{exc.args[0]}") from None
-                                        key = (libname, env, procs, ex.nodes, level)
-                                        groups.setdefault(key, {}).setdefault(cell.cell_id, cell)
+                    for dtype in ex.dtypes:
+                        for op in ex.ops:
+                            for mode, max_delay in delay_settings:
+                                for size, params in sized_param_sets(ex, dtype, cfg.source):
+                                    try:
+                                        level = resolve_thread_level(ex.thread_level, alg, params)
+                                    except ValueError as exc:
+                                        from .config import ConfigError
+                                        raise ConfigError(
+                                            f"{cfg.source}: experiments.{ex.name}.thread_level: "
+                                            f"{exc}") from None
+                                    if ex.timing == "imb" and (mode != "none" or
+                                                               "compute" in dict(params)):
+                                        from .config import ConfigError
+                                        raise ConfigError(
+                                            f"{cfg.source}: experiments.{ex.name}.timing: 'imb' "
+                                            f"times calls back to back and takes no delay mode "
+                                            f"or compute phase, got delay {mode!r}")
+                                    cell = Cell(libname, alg, procs, size, dtype, op, mode,
+                                                max_delay,
+                                                ex.late_rank if mode == "one-late" else 0,
+                                                ex.nodes, params, level, ex.timing)
+                                    try:
+                                        env = launch_env(lib, alg, params)
+                                    except KeyError as exc:
+                                        from .config import ConfigError
+                                        raise ConfigError(
+                                            f"{cfg.source}: experiments.{ex.name}.params: "
+                                            f"{exc.args[0]}") from None
+                                    key = (libname, env, procs, ex.nodes, level)
+                                    groups.setdefault(key, {}).setdefault(cell.cell_id, cell)
     runs = [Run(library=k[0], env=k[1], procs=k[2], nodes=k[3], cells=tuple(v.values()),
                 thread_level=k[4])
             for k, v in groups.items()]
@@ -231,6 +225,29 @@ def launch_env(lib, algorithm: str, params: tuple = ()) -> tuple:
     if isinstance(row, str) and row == col and row.startswith("native:"):
         return tuple(sorted(lib.native(row).env.items()))
     return ()
+
+
+def sized_param_sets(ex, dtype: str, source: str) -> list[tuple]:
+    """(size, params) of every cell of an experiment for one dtype: each size with each
+    parameter set, or for a workload parameter set (``harness.dnn.workload``) the size of
+    its iteration."""
+    from .config import ConfigError
+    from .dnn import workload
+
+    out = []
+    for params in param_sets(ex.params):
+        if workload.is_workload(params):
+            try:
+                out.append((workload.size(params, dtype), params))
+            except ValueError as exc:
+                raise ConfigError(f"{source}: experiments.{ex.name}.workload: {exc}") from None
+            continue
+        for size in ex.sizes:
+            if size % np.dtype(dtype).itemsize:
+                raise ConfigError(f"{source}: experiments.{ex.name}.sizes: {size} bytes is not a "
+                                  f"whole number of {dtype} elements")
+            out.append((size, params))
+    return out
 
 
 def param_sets(params: tuple) -> list[tuple]:

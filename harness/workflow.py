@@ -8,6 +8,7 @@ import json
 
 from . import config as _config
 from . import paths, plan, results, runner
+from .dnn import workload
 
 
 class Campaign:
@@ -58,7 +59,8 @@ class Campaign:
         algs: dict[str, set] = {}
         for r in self.runs.values():
             for c in r.cells:
-                if c.algorithm.startswith("native:") and c.delay == "none":
+                if (c.algorithm.startswith("native:") and c.delay == "none"
+                        and not workload.is_workload(c.params)):
                     algs.setdefault(r.library, set()).add(c.algorithm)
         return sorted(lib for lib, a in algs.items() if "native:auto" in a and len(a) > 1)
 

@@ -70,6 +70,20 @@ OUTPUTS = {
     "pap_fig11": ("Proficz (PAP)", "Fig. 11: time against max delay, random delays",
                   "lower is better"),
     "pap_fig12": ("Proficz (PAP)", "Fig. 12: time against P", "lower is better"),
+    "dnn_models": ("Castelló et al., Sect. 5", "Fig. 7 as a table: the models' gradients",
+                   "tensors, parameters against the published count, allreduce calls per "
+                   "iteration under each fusion policy"),
+    "dnn_fig7": ("Castelló et al., Sect. 5", "Fig. 7: message sizes and counts per model",
+                 "one gradient tensor per message before fusion"),
+    "workload": ("Castelló et al., Sect. 5", "training iteration: AUTO vs BEST",
+                 "one iteration's fused gradient calls back to back; projected images/s"),
+    "workload_normalised": ("Castelló et al., Sect. 5", "Fig. 10 (right) as a table",
+                            "images/s over the reference library's AUTO"),
+    "workload_fig9": ("Castelló et al., Sect. 5", "Fig. 9: images/s with AUTO and BEST",
+                        "projected from the measured iteration communication; higher is better"),
+    "workload_fig10": ("Castelló et al., Sect. 5", "Fig. 10: normalised images/s",
+                                "left: BEST over the library's own AUTO; right: over the "
+                                "reference library's AUTO"),
 }
 UNFINISHED = ("failed", "wrong", "timeout")
 COLUMNS = ["cell_id", "experiment", "library", "algorithm", "params", "procs", "nodes", "size",

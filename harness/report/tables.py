@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..results import atomic_write_text
+from ..dnn import workload
 from . import style
 
 TIMED = ("ok", "not-converged")
@@ -48,10 +49,11 @@ def load_summary(path) -> pd.DataFrame:
     return prepare(pd.read_csv(path, keep_default_na=True))
 
 
-def prepare(df: pd.DataFrame) -> pd.DataFrame:
+def prepare(df: pd.DataFrame, workloads: bool = False) -> pd.DataFrame:
     """A clean copy of a summary: numeric columns numeric, missing context columns filled,
-    status/algorithm as strings, and one row per cell (the newest, by ``finished``)."""
-    d = df.copy()
+    status/algorithm as strings, and one row per cell (the newest, by ``finished``). Workload
+    rows (a training iteration, ``harness.dnn.workload``) are left out unless ``workloads``."""
+    d = df.copy() if workloads else workload.without(df).copy()
     defaults = {"library_version": "", "nodes": 1, "dtype": "float64", "op": "sum",
                 "delay": "none", "max_delay": 0.0, "late_rank": 0, "metric": "mean",
                 "params": "{}", "status": "ok", "finished": "", "error": ""}

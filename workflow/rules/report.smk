@@ -2,11 +2,12 @@
 
 from harness.report.suara import OUTPUT_FIGURES as SUARA_FIGURES, OUTPUT_TABLES as SUARA_TABLES
 
-localrules: report, report_suara, report_node_aware, report_pap
+localrules: report, report_suara, report_node_aware, report_pap, report_workload
 
 # AUTO vs BEST needs native cells: only libraries that have some get its figure
 NATIVE_LIBRARIES = sorted({r.library for r in CAMPAIGN.runs.values()
-                           if any(c.algorithm.startswith("native:") for c in r.cells)})
+                           if any(c.algorithm.startswith("native:")
+                                  and not dict(c.params).get("workload") for c in r.cells)})
 # RD vs SMP vs NAP (Bienz et al., Figs. 12-15) when the campaign runs NAP or SMP
 NODE_AWARE = any(c.algorithm in ("nap", "smp") for r in CAMPAIGN.runs.values() for c in r.cells)
 # SUARA tables and figures (Nuriyev et al., Figs. 7-8) when the campaign runs SUARA2
@@ -65,3 +66,24 @@ rule report_pap:
         from harness.report.pap import make_pap
 
         make_pap(input[0], RES + "/tables", FIG)
+
+
+# Training-iteration workloads (Castelló et al., Sect. 5): Figs. 9-10 from the workload cells,
+# and Fig. 7 (gradient sizes per model) of the models they replay; when the campaign has some.
+WORKLOAD_MODELS = sorted({dict(c.params)["workload"] for r in CAMPAIGN.runs.values()
+                          for c in r.cells if dict(c.params).get("workload")})
+
+rule report_workload:
+    input:
+        RES + "/summary.csv",
+    output:
+        expand(RES + "/tables/{name}.{ext}", name=["workload", "workload_normalised",
+               "dnn_models"], ext=["md", "tex", "csv"]),
+        expand(FIG + "/{name}.{ext}", name=["workload_fig9", "workload_fig10",
+               "dnn_fig7"], ext=["png", "pdf"]),
+    run:
+        from harness.report.dnn_traces import make_fig7
+        from harness.report.workload import make_all
+
+        make_all(input[0], RES + "/tables", FIG)
+        make_fig7(WORKLOAD_MODELS, RES + "/tables", FIG)
