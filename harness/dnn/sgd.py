@@ -1,0 +1,507 @@
+"""Distributed SGD of the PAP paper's CNN, trained for real (Proficz 2018, Sect. 6, Table 5).
+
+``<launcher> python -m harness.dnn.sgd <spec.json>`` trains ``harness.dnn.cnn.PapCNN`` on P
+ranks, one execution of one algorithm (docs/sgd.md). Per iteration every rank
+
+1. tells its arrival monitor (SLT, PRR) that the iteration's compute begins;
+2. takes its next 8 images, runs forward and backward and an SGD step (one torch thread);
+   ``edge(f)`` is called right before the last layer (``fc2``), the paper's placement; ``f``
+   is the fraction of the iteration's compute done by then, measured on this rank over the
+   earlier iterations (``edge: auto``, the paper's 0.44 for the first) or given;
+3. (injected straggler, optional) spins ``straggler`` seconds more: the fraction ``f`` of it
+   before the forward pass, the rest after the step, so the iteration is stretched the way
+   slower compute would stretch it and the monitor's estimate sees it whole;
+4. SLT and PRR: hands the monitor's exchanged arrival estimates to the algorithm
+   (``ctx.scratch["arrival"]``); the ring takes none;
+5. averages the parameters, as the paper does ("after each training iteration, it is
+   averaged over the other processes"): the 145,578 float32 parameters live in one flat
+   buffer; ``fn(comm, params, recv, MPI.SUM, ctx)`` bracketed by ``MPI.Wtime`` (the timed
+   region, nothing else in it), then ``params = recv / P``.
+
+At the first and the last iteration the algorithm's sum is compared with the library's
+``MPI_Allreduce`` (untimed, not counted in the training time); at the end rank 0's parameters
+are broadcast and compared bit for bit on every rank. A difference is an error: the program
+exits 4 and writes nothing.
+
+Data: synthetic, CIFAR-10-shaped (3×32×32, 10 classes), because these machines have no
+CIFAR-10 and download nothing: per class a fixed smooth random template (an 8×8 random
+pattern per channel, upsampled bilinearly to 32×32, normalised), each image its class's
+template plus Gaussian noise of standard deviation ``noise``; every rank draws its own shard,
+a held-out set of ``test_images`` images is drawn from another stream and evaluated by rank 0
+after training.
+
+Output (rank 0, atomically): ``spec["output"]``, see ``_document``.
+
+``python -m harness.dnn.sgd --execute <spec.json> [--timeout S]`` is what the workflow's
+rule ``sgd_train`` runs: the job script of that spec (``<launcher> python -m harness.dnn.sgd
+<spec.json>``) with a wall-time limit, checking that the execution wrote its document.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .. import paths, results
+
+# The paper's Table 5 (Proficz 2018): all-reduce average elapsed time (ms) and training total
+# time (ms), 16 nodes, 1 Gbps Ethernet, 128 executions of 390 iterations per algorithm.
+PAPER_TABLE5 = {
+    "ring": {"allreduce_ms": 35.7, "allreduce_speedup": 1.000, "total_ms": 81_900, "total_speedup": 1.000},
+    "slt": {"allreduce_ms": 33.1, "allreduce_speedup": 1.079, "total_ms": 78_768, "total_speedup": 1.040},
+    "prr": {"allreduce_ms": 31.9, "allreduce_speedup": 1.121, "total_ms": 78_604, "total_speedup": 1.042},
+}
+PAPER_EDGE = 0.44  # the paper: edge() before the last layer, at about 44 % of the compute
+EDGE_WINDOW = 20  # iterations of measured fractions the ``auto`` edge takes the median of
+CHECK_RTOL = 1e-5  # reference check of the sum against MPI_Allreduce (P > 2: order differs)
+WRONG = 4  # exit status of a training whose averaged parameters were wrong
+
+DEFAULTS = {
+    "enabled": True, "nodes": 1, "algorithms": ["ring", "slt", "prr"], "iterations": 390,
+    "batch": 8, "executions": 3, "straggler": 0, "straggler_rank": "random", "lr": 0.01,
+    "seed": 0, "noise": 4.0, "edge": "auto", "test_images": 1000, "tau": "auto",
+}
+
+
+# ------------------------------------------------------------------------------ the config
+
+def experiment(name: str, block: dict, source: str = "config", launch: str = "local",
+               sites: dict | None = None) -> dict:
+    """The checked ``sgd.<name>`` block with defaults and parsed times (``straggler`` in
+    seconds); ConfigError naming the key path. ``launch`` and ``sites`` (the config's
+    ``launch`` and ``libraries``) decide whether the local rank limit applies. Idempotent."""
+    from ..algorithms import REGISTRY
+    from ..config import OVERSUBSCRIBE_FACTOR, ConfigError, too_many_ranks
+    from ..units import parse_time
+
+    where = f"{source}: sgd.{name}"
+    e = {**DEFAULTS, **block}
+    for i, alg in enumerate(e["algorithms"]):
+        if alg not in REGISTRY or alg.startswith("native:"):
+            raise ConfigError(f"{where}.algorithms[{i}]: unknown harness algorithm {alg!r}; "
+                              f"valid: {', '.join(sorted(REGISTRY))}")
+    try:
+        e["straggler"] = parse_time(e["straggler"])
+    except ValueError as exc:
+        raise ConfigError(f"{where}.straggler: {exc}") from None
+    if e["straggler"] < 0:
+        raise ConfigError(f"{where}.straggler: expected a time >= 0, got {block['straggler']!r}")
+    r = e["straggler_rank"]
+    if r != "random" and not (isinstance(r, int) and 0 <= r < e["procs"]):
+        raise ConfigError(f"{where}.straggler_rank: expected 'random' or a rank 0..{e['procs'] - 1}"
+                          f", got {r!r}")
+    if e["edge"] != "auto" and not (isinstance(e["edge"], (int, float)) and 0 < e["edge"] < 1):
+        raise ConfigError(f"{where}.edge: expected 'auto' or a fraction between 0 and 1, got "
+                          f"{e['edge']!r}")
+    if e["tau"] != "auto":
+        try:
+            if not parse_time(e["tau"]) > 0:
+                raise ValueError("expected a time > 0")
+        except ValueError as exc:
+            raise ConfigError(f"{where}.tau: {exc} or 'auto'") from None
+    if e["procs"] < e["nodes"]:
+        raise ConfigError(f"{where}.procs: {e['procs']} processes cannot span {e['nodes']} nodes")
+    local = launch != "srun" and not (sites or {}).get(e["library"])
+    if local and too_many_ranks(e["procs"]):
+        raise ConfigError(f"{where}.procs: {e['procs']} ranks on this machine's "
+                          f"{os.cpu_count()} cores is more than {OVERSUBSCRIBE_FACTOR} per core")
+    return e
+
+
+def experiments(cfg) -> dict:
+    """Every enabled SGD experiment of a harness.config.Config, checked (``experiment``)."""
+    return {name: experiment(name, block, cfg.source, cfg.launch, cfg.libraries)
+            for name, block in (cfg.sgd or {}).items()}
+
+
+def launch_order(exp: dict) -> list[tuple[str, int]]:
+    """(algorithm, execution index) in the order the executions run: the algorithms
+    interleaved, every other round reversed (ring slt prr prr slt ring ring ...), so that no
+    algorithm always runs first or last (drift on the machine spreads over all of them)."""
+    order = []
+    for k in range(exp["executions"]):
+        algs = list(exp["algorithms"])
+        order += [(a, k) for a in (algs if k % 2 == 0 else algs[::-1])]
+    return order
+
+
+def execution_name(algorithm: str, k: int) -> str:
+    return f"{algorithm}-{k}"
+
+
+def write_launch(cfg, name: str, algorithm: str, k: int, res_dir) -> tuple[Path, Path]:
+    """Write the spec (``jobs/<alg>-<k>.json``) and job script (``jobs/<alg>-<k>.sh``) of one
+    execution of experiment ``name`` under ``<res_dir>/sgd/<name>/``; returns both paths."""
+    from ..plan import library_for
+    from ..runner import git_commit
+
+    exp = experiments(cfg)[name]
+    base = Path(res_dir) / "sgd" / name
+    stem = execution_name(algorithm, k)
+    spec_path, script_path = base / "jobs" / f"{stem}.json", base / "jobs" / f"{stem}.sh"
+    lib = library_for(cfg, exp["library"])
+    spec = {
+        "kind": "sgd", "campaign": cfg.campaign, "experiment": name, "algorithm": algorithm,
+        "execution": k, "library": exp["library"], "procs": exp["procs"], "nodes": exp["nodes"],
+        "experiment_settings": {k2: v for k2, v in exp.items() if k2 != "enabled"},
+        "output": str(base / f"{stem}.json"), "jobscript": str(script_path),
+        "git_commit": git_commit(), "config_hash": cfg.digest,
+        "plugins": [str(x) for x in cfg.plugins],
+    }
+    q = shlex.quote
+    lines = ["#!/usr/bin/env bash",
+             f"# SGD execution {stem} of experiment {name} in campaign {cfg.campaign}: library "
+             f"{exp['library']}, P={exp['procs']} (harness/dnn/sgd.py).",
+             "set -euo pipefail", *lib.setup]
+    lines += [f"export {k2}={q(str(v))}" for k2, v in lib.run_env().items()]
+    lines += [f"export {k2}={q(':'.join(dirs))}\"${{{k2}:+:${k2}}}\"" for k2, dirs in lib.prepend().items()]
+    lines += [f"cd {q(str(paths.REPO_ROOT))}",
+              "exec " + " ".join(q(t) for t in lib.launch_argv(exp["procs"], exp["nodes"]))
+              + f" {q(sys.executable)} -m harness.dnn.sgd {q(str(spec_path))}"]
+    results.write_json(spec_path, spec)
+    results.atomic_write_text(script_path, "\n".join(lines) + "\n")
+    script_path.chmod(0o755)
+    return spec_path, script_path
+
+
+def execute(spec_path, timeout: float | None = None) -> int:
+    """Run the job script of one execution with a wall-time limit; 0 when it wrote its
+    document. The launch runs in its own process group, killed whole past the limit."""
+    spec = results.read_json(spec_path)
+    out = Path(spec["output"])
+    if out.exists():
+        out.unlink()  # a document from an earlier attempt must not pass for this one
+    proc = subprocess.Popen(["bash", spec["jobscript"]], start_new_session=True)
+    try:
+        rc = proc.wait(timeout=timeout)
+    except (subprocess.TimeoutExpired, KeyboardInterrupt) as exc:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        print(f"harness.dnn.sgd: {spec['experiment']} {execution_name(spec['algorithm'], spec['execution'])}"
+              f": past its wall-time limit of {timeout:g} s; killed", file=sys.stderr)
+        return 124
+    if rc != 0:
+        what = "its parameters were wrong" if rc == WRONG else f"the launch exited with status {rc}"
+        print(f"harness.dnn.sgd: {spec['experiment']} {execution_name(spec['algorithm'], spec['execution'])}"
+              f": {what}", file=sys.stderr)
+        return rc
+    if not out.is_file():
+        print(f"harness.dnn.sgd: the launch exited 0 but wrote no {out}", file=sys.stderr)
+        return 1
+    return 0
+
+
+# ------------------------------------------------------------------------------ the data
+
+def templates(seed: int, noise_free: bool = False):
+    """The 10 class templates (10×3×32×32 float32 torch tensor), fixed by ``seed``."""
+    import torch
+
+    from .cnn import CLASSES, IMAGE_SHAPE
+
+    rng = np.random.default_rng([seed, 0xC1FA])
+    coarse = torch.from_numpy(rng.standard_normal((CLASSES, IMAGE_SHAPE[0], 8, 8)).astype(np.float32))
+    t = torch.nn.functional.interpolate(coarse, size=IMAGE_SHAPE[1:], mode="bilinear",
+                                        align_corners=False)
+    return (t - t.mean(dim=(1, 2, 3), keepdim=True)) / t.std(dim=(1, 2, 3), keepdim=True)
+
+
+def draw(tmpl, count: int, noise: float, stream: int):
+    """``count`` images and labels: class template + N(0, noise²) per pixel, from the torch
+    generator seeded ``stream``."""
+    import torch
+
+    g = torch.Generator().manual_seed(stream)
+    labels = torch.randint(0, tmpl.shape[0], (count,), generator=g)
+    images = tmpl[labels] + noise * torch.randn((count, *tmpl.shape[1:]), generator=g)
+    return images, labels
+
+
+def shard_stream(seed: int, rank: int) -> int:
+    return seed * 1_000_003 + 1 + rank
+
+
+def test_stream(seed: int) -> int:
+    return seed * 1_000_003 + 999_983  # never a rank's stream below a million ranks
+
+
+# ------------------------------------------------------------------------------ training
+
+def _spin(seconds: float) -> None:
+    """Compute (busy-wait) for ``seconds``: the injected straggler's extra work."""
+    if seconds <= 0:
+        return
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def _flat_parameters(model):
+    """Make every parameter a view of one flat float32 buffer; returns the buffer (torch)."""
+    import torch
+
+    params = list(model.parameters())
+    flat = torch.zeros(sum(p.numel() for p in params), dtype=torch.float32)
+    off = 0
+    for p in params:
+        n = p.numel()
+        flat[off:off + n].copy_(p.data.reshape(-1))
+        p.data = flat[off:off + n].view_as(p)
+        off += n
+    return flat
+
+
+def train(spec: dict) -> int:
+    """One execution under MPI (every rank); 0, or WRONG when the parameters differ."""
+    from ..bench import _provenance, init_mpi
+
+    MPI = init_mpi("multiple")  # the monitor thread of SLT/PRR; the same level for the ring
+    import torch
+
+    from ..algorithms import Context, load_plugin, resolve
+    from ..arrival import Monitor
+    from .cnn import PapCNN, parameter_count
+
+    torch.set_num_threads(1)
+    for plugin in spec.get("plugins", []):
+        load_plugin(plugin)
+    comm = MPI.COMM_WORLD
+    rank, size = comm.Get_rank(), comm.Get_size()
+    s = spec["experiment_settings"]
+    if size != spec["procs"]:
+        if rank == 0:
+            print(f"harness.dnn.sgd: launched with {size} ranks, the spec needs {spec['procs']}",
+                  file=sys.stderr)
+        return 3
+    started = results.now()
+    provenance = _provenance(comm, spec)
+    if rank == 0:
+        provenance.update(torch=torch.__version__, torch_threads=torch.get_num_threads())
+    iterations, batch, seed = int(s["iterations"]), int(s["batch"]), int(s["seed"])
+    algorithm = spec["algorithm"]
+    fn = resolve(algorithm)
+    uses_arrival = bool(getattr(fn, "uses_arrival", False))
+
+    # the model: the same initial parameters everywhere (seeded; rank 0's broadcast to be sure)
+    torch.manual_seed(seed)
+    model = PapCNN()
+    flat = _flat_parameters(model)
+    params = flat.numpy()  # shares memory with the model's parameters
+    comm.Bcast(params, root=0)
+    count = params.size
+    assert count == parameter_count(model)
+    recv = np.empty_like(params)
+    ref = np.empty_like(params)
+    opt = torch.optim.SGD(model.parameters(), lr=float(s["lr"]))
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    # the data: this rank's shard, drawn before the clock starts
+    tmpl = templates(seed)
+    images, labels = draw(tmpl, iterations * batch, float(s["noise"]), shard_stream(seed, rank))
+
+    # the algorithm: context, prepare (PRR's tau), the monitor thread for SLT/PRR
+    ctx = Context(params={} if algorithm != "prr" else {"tau": s["tau"]},
+                  sendspec=[MPI.buffer(params), count, MPI.FLOAT],
+                  recvspec=[MPI.buffer(recv), count, MPI.FLOAT])
+    prepare = getattr(fn, "prepare", None)
+    if prepare:
+        prepare(comm, params, recv, MPI.SUM, ctx)
+    epoch = comm.bcast(time.time(), root=0)
+
+    def clock() -> float:
+        return time.time() - epoch
+
+    monitor = Monitor(comm, clock) if uses_arrival else None
+    # one untimed call before training opens the connections the training's calls use (the
+    # paper's monitor thread warms them up after each exchange); the result is discarded
+    fn(comm, params, recv, MPI.SUM, ctx)
+
+    # edge(): right before the last layer's forward pass
+    edge_setting = s["edge"]
+    fractions: list[float] = []
+    state = {"t_edge": np.nan, "f": PAPER_EDGE}
+
+    def before_last_layer(module, args):
+        state["t_edge"] = clock()
+        if monitor is not None:
+            monitor.edge(state["f"])
+
+    model.last_layer.register_forward_pre_hook(before_last_layer)
+
+    stragglers = np.random.default_rng([seed, 0x57A6]).integers(0, size, iterations) \
+        if s["straggler_rank"] == "random" else np.full(iterations, int(s["straggler_rank"]))
+    delay = float(s["straggler"])
+    check_at = {0, iterations - 1}
+    n = iterations
+    elapsed, arrival, begin_at = np.zeros(n), np.zeros(n), np.zeros(n)
+    edge_at, used_f, losses = np.zeros(n), np.zeros(n), np.zeros(n)
+    estimate = np.full(n, np.nan)
+    checks, check_seconds, ok = [], 0.0, True
+    wtime = MPI.Wtime
+
+    comm.Barrier()
+    t_start = wtime()
+    for i in range(n):
+        f = float(edge_setting) if edge_setting != "auto" else (
+            float(np.median(fractions[-EDGE_WINDOW:])) if fractions else PAPER_EDGE)
+        state["f"] = used_f[i] = f
+        begin = clock()
+        if monitor is not None:
+            monitor.begin(begin)
+        extra = delay if stragglers[i] == rank else 0.0
+        _spin(f * extra)
+        x, y = images[i * batch:(i + 1) * batch], labels[i * batch:(i + 1) * batch]
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        _spin((1 - f) * extra)
+        if monitor is not None:
+            given = monitor.estimates()  # identical on every rank (the monitor's Allgather)
+            ctx.scratch["arrival"] = given
+            estimate[i] = given[rank]
+        t_arr = clock()
+        a = wtime()
+        fn(comm, params, recv, MPI.SUM, ctx)
+        b = wtime()
+        if i in check_at:  # the algorithm's sum against the library's (untimed, not counted)
+            c0 = wtime()
+            comm.Allreduce(params, ref, MPI.SUM)
+            diff = float(np.max(np.abs(recv.astype(np.float64) - ref)))
+            scale = float(np.max(np.abs(ref)))
+            good = bool(np.array_equal(recv, ref)) if size <= 2 else diff <= CHECK_RTOL * max(scale, 1e-30)
+            checks.append({"iteration": i, "max_abs_diff": diff, "max_abs": scale, "ok": good})
+            ok = ok and good
+            check_seconds += wtime() - c0
+        np.divide(recv, size, out=params)  # the average: the next iteration's parameters
+        elapsed[i], arrival[i], begin_at[i] = b - a, t_arr, begin
+        edge_at[i], losses[i] = state["t_edge"], float(loss.detach())
+        span = t_arr - begin
+        if span > 0 and np.isfinite(state["t_edge"]):
+            fractions.append((state["t_edge"] - begin) / span)
+    total = wtime() - t_start - check_seconds
+
+    waited = 0
+    if monitor is not None:
+        waited = monitor.waited
+        monitor.close()
+    # verification: every rank holds rank 0's parameters bit for bit
+    comm.Bcast(params.copy() if rank == 0 else ref, root=0)
+    same = True if rank == 0 else bool(np.array_equal(ref, params))
+    every_same = comm.allgather(same)
+    every_ok = comm.allgather(ok)
+    per_rank = comm.gather({
+        "elapsed": elapsed, "arrival": arrival, "begin": begin_at, "edge": edge_at,
+        "edge_fraction_used": used_f, "loss": losses, "estimate": estimate, "total": total,
+        "estimates_late": waited, "checks": checks}, root=0)
+    if not all(every_same) or not all(every_ok):
+        if rank == 0:
+            bad = [r for r, v in enumerate(every_same) if not v]
+            print(f"harness.dnn.sgd: {algorithm}: WRONG RESULT: "
+                  + (f"parameters differ from rank 0's on rank(s) {bad}; " if bad else "")
+                  + (f"sum differs from MPI_Allreduce: {checks}" if not all(every_ok) else ""),
+                  file=sys.stderr, flush=True)
+        return WRONG
+    if rank == 0:
+        test_x, test_y = draw(tmpl, int(s["test_images"]), float(s["noise"]), test_stream(seed))
+        with torch.no_grad():
+            model.eval()
+            logits = torch.cat([model(test_x[j:j + 500]) for j in range(0, len(test_x), 500)])
+            test_loss = float(loss_fn(logits, test_y))
+            accuracy = float((logits.argmax(1) == test_y).float().mean())
+        doc = _document(spec, per_rank, size, count, stragglers, delay, test_loss, accuracy,
+                        ctx.scratch.get("record") or {}, provenance, started)
+        results.write_json(Path(spec["output"]), doc)
+        print(f"sgd {spec['experiment']} {algorithm}-{spec['execution']}: allreduce "
+              f"{doc['allreduce_mean'] * 1e3:.3f} ms, total {doc['total_time']:.2f} s, loss "
+              f"{doc['loss'][0]:.3f} -> {doc['final']['train_loss_last20']:.3f}, test accuracy "
+              f"{accuracy:.3f}", flush=True)
+    return 0
+
+
+def _document(spec, per_rank, size, count, stragglers, delay, test_loss, accuracy, record,
+              provenance, started) -> dict:
+    """The execution's JSON document (times in seconds; per-rank arrays indexed [rank][i])."""
+    el = np.array([r["elapsed"] for r in per_rank])  # ranks × iterations
+    loss = np.array([r["loss"] for r in per_rank]).mean(axis=0)
+    arr = np.array([r["arrival"] for r in per_rank])
+    begin = np.array([r["begin"] for r in per_rank])
+    edge = np.array([r["edge"] for r in per_rank])
+    frac = (edge - begin) / (arr - begin)
+    totals = [float(r["total"]) for r in per_rank]
+    est = np.array([r["estimate"] for r in per_rank])
+    knows = bool(np.isfinite(est).any())
+    err = (est - arr) if knows else None
+    per_iter = el.mean(axis=0)
+    s = spec["experiment_settings"]
+    return {
+        "kind": "sgd-execution",
+        "campaign": spec["campaign"], "experiment": spec["experiment"],
+        "algorithm": spec["algorithm"], "execution": spec["execution"],
+        "library": spec["library"], "procs": size, "spec": spec,
+        "model": {"name": "PapCNN", "parameters": count, "dtype": "float32"},
+        "data": {"kind": "synthetic CIFAR-10-shaped: class template + Gaussian noise",
+                 "noise": s["noise"], "images_per_rank": int(s["iterations"]) * int(s["batch"]),
+                 "test_images": int(s["test_images"])},
+        # the mean over ranks of each rank's elapsed time, per iteration, and its mean
+        "allreduce_per_iteration": per_iter.tolist(),
+        "allreduce_mean": float(per_iter.mean()),
+        "allreduce_max_per_iteration": el.max(axis=0).tolist(),
+        "allreduce_per_rank": el.tolist(),
+        "loss": loss.tolist(),  # mean over ranks of the local mini-batch loss
+        "loss_per_rank": [r["loss"].tolist() for r in per_rank],
+        # training: the slowest rank's time from the common start to the end of its last
+        # iteration (the reference checks at the first and last iteration left out)
+        "total_time": max(totals), "total_time_per_rank": totals,
+        "arrival_per_rank": arr.tolist(),  # seconds on the common clock (epoch by rank 0)
+        "compute_per_rank": (arr - begin).tolist(),  # iteration begin to allreduce arrival
+        "arrival_spread_mean": float((arr.max(axis=0) - arr.min(axis=0)).mean()),
+        "edge": {"setting": s["edge"], "measured_fraction_median": float(np.nanmedian(frac)),
+                 "measured_fraction_per_rank": np.nanmedian(frac, axis=1).tolist(),
+                 "used_fraction_median": float(np.median([r["edge_fraction_used"] for r in per_rank]))},
+        "arrival_estimate": ({"per_rank": est.tolist(),
+                              "abs_error_ms_median": float(np.nanmedian(np.abs(err)) * 1e3),
+                              "abs_error_ms_p95": float(np.nanpercentile(np.abs(err), 95) * 1e3),
+                              "estimates_late": int(sum(r["estimates_late"] for r in per_rank))}
+                             if knows else None),
+        "straggler": {"delay": delay, "rank": s["straggler_rank"],
+                      "ranks": stragglers.tolist() if delay > 0 else []},
+        "verification": {"ranks_identical": True,
+                         "reference_checks": [r["checks"] for r in per_rank]},
+        "final": {"train_loss_last20": float(loss[-20:].mean()), "test_loss": test_loss,
+                  "test_accuracy": accuracy},
+        "record": record,
+        "provenance": provenance,
+        "started": started, "finished": results.now(),
+    }
+
+
+# ------------------------------------------------------------------------------ entry point
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m harness.dnn.sgd", description=__doc__.split("\n")[0])
+    ap.add_argument("spec", help="an execution's spec (results/<c>/sgd/<experiment>/jobs/*.json)")
+    ap.add_argument("--execute", action="store_true",
+                    help="run the spec's job script (the launch) instead of training in this process")
+    ap.add_argument("--timeout", type=float, default=None, help="wall-time limit of --execute (s)")
+    args = ap.parse_args(argv)
+    if args.execute:
+        return execute(args.spec, args.timeout)
+    return train(results.read_json(args.spec))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

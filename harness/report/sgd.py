@@ -1,0 +1,227 @@
+"""Table 5 of Proficz 2018 (distributed SGD of the CNN, Sect. 6) from the executions of one
+``sgd:`` experiment (``harness.dnn.sgd``), and the training loss figure.
+
+- ``table5(docs)``: per algorithm the all-reduce average elapsed time (the mean over the
+  executions of each execution's mean over iterations of the mean over ranks) with its 95 %
+  Student-t interval over executions, its speedup over the ring (ratio of the means; in
+  brackets the 95 % interval of the per-round ratios, the executions of one round being
+  neighbours in time), the training total time likewise, the final test accuracy, and the
+  paper's values beside them.
+- ``write_table5``: ``sgd_<experiment>.{md,tex,csv}`` (``.csv``: the numbers, times in
+  seconds).
+- ``loss_figure``: training loss over the iterations per algorithm (mean over executions,
+  smoothed), ``figures/<c>/sgd_<experiment>_loss.{png,pdf}``.
+- ``make_table5(paths, tables_dir, figures_dir, experiment)``: all of them (rule
+  ``report_sgd``); ``python -m harness.report.sgd TABLES_DIR FIGURES_DIR EXPERIMENT JSON...``.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from ..results import atomic_write_text, read_json
+from ..stats import half_width
+from . import style, tables
+
+PAPER = {  # Proficz 2018, Table 5: ms, speedup, ms, speedup
+    "ring": (35.7, 1.000, 81_900, 1.000),
+    "slt": (33.1, 1.079, 78_768, 1.040),
+    "prr": (31.9, 1.121, 78_604, 1.042),
+}
+ORDER = ["ring", "slt", "prr"]
+COLORS = {"ring": "#a50f15", "slt": "#7570b3", "prr": "#1b9e77"}  # as harness/report/pap.py
+NAMES = {"ring": "Ring", "slt": "SLT", "prr": "PRR"}
+STYLES = ["-", "--", ":", "-."]
+SMOOTH = 10  # iterations of the loss figure's moving average
+
+
+def _ci(x) -> tuple[float, float, float]:
+    x = np.asarray(x, dtype=float)
+    m = float(x.mean()) if x.size else math.nan
+    hw = half_width(x, 0.95)
+    return m, m - hw, m + hw
+
+
+def _order(algs) -> list[str]:
+    return sorted(set(algs), key=lambda a: (ORDER.index(a) if a in ORDER else len(ORDER), a))
+
+
+def table5(docs: list[dict]) -> pd.DataFrame:
+    """One row per algorithm (numbers in seconds); see the module doc."""
+    rows = []
+    by = {}
+    for d in docs:
+        by.setdefault(d["algorithm"], {})[d["execution"]] = d
+    ref = by.get("ring", {})
+    for alg in _order(by):
+        ex = by[alg]
+        ar = [ex[k]["allreduce_mean"] for k in sorted(ex)]
+        tt = [ex[k]["total_time"] for k in sorted(ex)]
+        am, alo, ahi = _ci(ar)
+        tm, tlo, thi = _ci(tt)
+        paired = [k for k in sorted(ex) if k in ref]
+        ra = [ref[k]["allreduce_mean"] / ex[k]["allreduce_mean"] for k in paired]
+        rt = [ref[k]["total_time"] / ex[k]["total_time"] for k in paired]
+        ring_a = np.mean([ref[k]["allreduce_mean"] for k in ref]) if ref else math.nan
+        ring_t = np.mean([ref[k]["total_time"] for k in ref]) if ref else math.nan
+        _, ralo, rahi = _ci(ra) if ra else (0, math.nan, math.nan)
+        _, rtlo, rthi = _ci(rt) if rt else (0, math.nan, math.nan)
+        p = PAPER.get(alg, (math.nan,) * 4)
+        rows.append({
+            "algorithm": alg, "executions": len(ex),
+            "allreduce_mean": am, "allreduce_ci_low": alo, "allreduce_ci_high": ahi,
+            "allreduce_speedup": ring_a / am, "allreduce_speedup_ci_low": ralo,
+            "allreduce_speedup_ci_high": rahi,
+            "total_mean": tm, "total_ci_low": tlo, "total_ci_high": thi,
+            "total_speedup": ring_t / tm, "total_speedup_ci_low": rtlo, "total_speedup_ci_high": rthi,
+            "test_accuracy": float(np.mean([ex[k]["final"]["test_accuracy"] for k in ex])),
+            "final_train_loss": float(np.mean([ex[k]["final"]["train_loss_last20"] for k in ex])),
+            "edge_fraction": float(np.mean([ex[k]["edge"]["measured_fraction_median"] for k in ex])),
+            "arrival_spread": float(np.mean([ex[k]["arrival_spread_mean"] for k in ex])),
+            "paper_allreduce": p[0] / 1e3, "paper_allreduce_speedup": p[1],
+            "paper_total": p[2] / 1e3, "paper_total_speedup": p[3],
+        })
+    return pd.DataFrame(rows)
+
+
+def _ms(v) -> str:
+    return "" if not math.isfinite(v) else (f"{v * 1e3:.3f}" if v < 0.01 else f"{v * 1e3:.2f}")
+
+
+def _s(v) -> str:
+    return "" if not math.isfinite(v) else f"{v:.2f}"
+
+
+def _x(v, lo=math.nan, hi=math.nan) -> str:
+    if not math.isfinite(v):
+        return ""
+    return f"{v:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if math.isfinite(lo) and math.isfinite(hi) else "")
+
+
+HEADER = ["Algorithm", "n", "All-reduce (ms)", "95% CI", "All-reduce speedup",
+          "Training total (s)", "95% CI", "Training speedup", "Test accuracy",
+          "Paper: all-reduce (ms)", "Paper: speedup", "Paper: training (s)", "Paper: speedup"]
+
+
+def _rows(t: pd.DataFrame) -> list[list[str]]:
+    out = []
+    for r in t.itertuples(index=False):
+        out.append([
+            NAMES.get(r.algorithm, r.algorithm), str(r.executions),
+            _ms(r.allreduce_mean), f"{_ms(r.allreduce_ci_low)}–{_ms(r.allreduce_ci_high)}"
+            if math.isfinite(r.allreduce_ci_low) else "",
+            _x(r.allreduce_speedup, r.allreduce_speedup_ci_low, r.allreduce_speedup_ci_high)
+            if r.algorithm != "ring" else "1.000",
+            _s(r.total_mean), f"{_s(r.total_ci_low)}–{_s(r.total_ci_high)}"
+            if math.isfinite(r.total_ci_low) else "",
+            _x(r.total_speedup, r.total_speedup_ci_low, r.total_speedup_ci_high)
+            if r.algorithm != "ring" else "1.000",
+            f"{r.test_accuracy:.3f}",
+            f"{r.paper_allreduce * 1e3:.1f}" if math.isfinite(r.paper_allreduce) else "",
+            f"{r.paper_allreduce_speedup:.3f}" if math.isfinite(r.paper_allreduce_speedup) else "",
+            f"{r.paper_total:.1f}" if math.isfinite(r.paper_total) else "",
+            f"{r.paper_total_speedup:.3f}" if math.isfinite(r.paper_total_speedup) else "",
+        ])
+    return out
+
+
+def caption(docs: list[dict]) -> str:
+    d = docs[0]
+    s = d["spec"]["experiment_settings"]
+    prov = d.get("provenance") or {}
+    hosts = sorted(set(prov.get("hosts") or []))
+    cores = sorted(set(prov.get("cores") or []))
+    strag = s.get("straggler") or 0
+    strag_text = ("no injected straggler (only the natural imbalance)" if not strag else
+                  f"a straggler computing {strag * 1e3:g} ms more per iteration "
+                  f"({'a random rank each iteration' if s.get('straggler_rank') == 'random' else 'rank ' + str(s.get('straggler_rank'))})")
+    n = {a: sum(1 for x in docs if x["algorithm"] == a) for a in {x["algorithm"] for x in docs}}
+    return (f"Table 5 of Proficz 2018 reproduced: distributed SGD of the paper's CNN "
+            f"({d['model']['parameters']:,} float32 parameters, averaged by an allreduce after "
+            f"every iteration) on SYNTHETIC CIFAR-10-shaped data (per-class templates plus "
+            f"Gaussian noise, sd {s['noise']:g}), not CIFAR-10. This machine: "
+            f"{str(prov.get('library_version', d['library'])).split(',')[0]}, P = {d['procs']} on "
+            f"{', '.join(hosts) or '?'} ({'/'.join(map(str, cores)) or '?'} cores), one torch "
+            f"thread per rank; {s['iterations']} iterations of batch {s['batch']} per rank; "
+            f"{strag_text}; {min(n.values())}–{max(n.values())} executions per algorithm, "
+            f"interleaved. All-reduce: mean over iterations of the mean over ranks of each call's "
+            f"elapsed time; training: the slowest rank's time for all iterations; 95% Student-t "
+            f"intervals over executions; speedups = ring mean / algorithm mean, in brackets the "
+            f"95% interval of the per-round ratios. The paper: 16 nodes, 1 Gbps Ethernet, CIFAR-10, "
+            f"128 executions per algorithm.")
+
+
+def write_table5(t: pd.DataFrame, path_without_ext, cap: str) -> list[Path]:
+    base = Path(path_without_ext)
+    rows = _rows(t)
+    md = tables.plain_markdown(HEADER, rows, f"**{cap}**")
+    tex = tables.plain_latex(HEADER, rows, cap, label=f"tab:{base.name.replace('_', '-')}")
+    written = []
+    for ext, text in (("md", md), ("tex", tex), ("csv", t.to_csv(index=False))):
+        path = base.parent / f"{base.name}.{ext}"
+        atomic_write_text(path, text)
+        written.append(path)
+    return written
+
+
+def loss_figure(docs: list[dict], path_without_ext, title: str) -> list[Path]:
+    style.setup()
+    fig = Figure(figsize=(4.6, 2.8), layout="constrained")
+    ax = fig.subplots()
+    by: dict[str, list] = {}
+    for d in docs:
+        by.setdefault(d["algorithm"], []).append(np.asarray(d["loss"], dtype=float))
+    identical = len({tuple(c) for cs in by.values() for c in cs}) == 1 and len(by) > 1
+    for j, alg in enumerate(_order(by)):
+        curves = by[alg]
+        n = min(len(c) for c in curves)
+        mean = np.mean([c[:n] for c in curves], axis=0)
+        color = COLORS.get(alg) or style.color(alg)
+        ax.plot(np.arange(1, n + 1), mean, color=color, alpha=0.25, lw=0.6)
+        w = min(SMOOTH, n)
+        smooth = np.convolve(mean, np.ones(w) / w, mode="valid")
+        ax.plot(np.arange(w, n + 1), smooth, color=color, lw=1.4, ls=STYLES[j % len(STYLES)],
+                label=f"{NAMES.get(alg, alg)} ({len(curves)} executions)")
+    if identical:  # e.g. P = 2: every algorithm adds the same two numbers, bit for bit
+        ax.text(0.98, 0.97, "the curves coincide: every execution\ntrained bit-identical parameters",
+                transform=ax.transAxes, ha="right", va="top", fontsize=7, color="0.35")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("training loss (cross-entropy)")
+    ax.set_title(title)
+    ax.legend()
+    return style.save(fig, path_without_ext)
+
+
+def make_table5(paths, tables_dir, figures_dir, experiment: str) -> list[Path]:
+    """Table 5 and the loss figure of one experiment's execution documents."""
+    docs = [read_json(p) for p in paths]
+    if not docs:
+        raise ValueError(f"sgd experiment {experiment}: no executions")
+    t = table5(docs)
+    written = write_table5(t, Path(tables_dir) / f"sgd_{experiment}", caption(docs))
+    d = docs[0]
+    title = (f"Training loss, {d['library']} P={d['procs']}, synthetic data "
+             f"(moving average of {SMOOTH})")
+    written += loss_figure(docs, Path(figures_dir) / f"sgd_{experiment}_loss", title)
+    return written
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) < 4:
+        print("usage: python -m harness.report.sgd TABLES_DIR FIGURES_DIR EXPERIMENT JSON...",
+              file=sys.stderr)
+        return 2
+    for p in make_table5(argv[3:], argv[0], argv[1], argv[2]):
+        print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
