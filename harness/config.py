@@ -148,7 +148,14 @@ def validate(doc, source: str = "config", base: Path | None = None) -> Config:
         if not e["enabled"]:
             continue
         where = f"experiments.{name}"
-        sizes = tuple(parsed(parse_size, s, f"{where}.sizes[{i}]") for i, s in enumerate(e["sizes"]))
+        params = dict(e["params"])
+        if e.get("workload"):
+            params.update(_workload_params(e, where, source, parsed))
+        elif "sizes" not in e:
+            raise ConfigError(f"{source}: {where}: 'sizes' is missing (required unless the "
+                              f"experiment has a workload)")
+        sizes = tuple(parsed(parse_size, s, f"{where}.sizes[{i}]")
+                      for i, s in enumerate(e.get("sizes", ())))
         max_delays = tuple(parsed(parse_time, t, f"{where}.max_delays[{i}]")
                            for i, t in enumerate(e["max_delays"]))
         if e["late_rank"] >= min(e["procs"]) and any(d == "one-late" for d in e["delays"]):
@@ -173,7 +180,7 @@ def validate(doc, source: str = "config", base: Path | None = None) -> Config:
             ops=tuple(e["ops"]), delays=tuple(e["delays"]), max_delays=max_delays,
             late_rank=e["late_rank"], thread_level=e["thread_level"], timing=e["timing"],
             params=tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
-                                for k, v in e["params"].items()))))
+                                for k, v in params.items()))))
     if not experiments:
         raise ConfigError(f"{source}: experiments: every experiment is disabled")
     digest = hashlib.sha1(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:12]
@@ -182,6 +189,24 @@ def validate(doc, source: str = "config", base: Path | None = None) -> Config:
                   experiments=tuple(experiments), source=source, digest=digest,
                   plugins=tuple(plugins), confirm=confirm, tune=dict(doc["tune"]),
                   sgd={k: v for k, v in doc["sgd"].items() if v.get("enabled", True)})
+
+
+def _workload_params(e: dict, where: str, source: str, parsed) -> dict:
+    """A workload experiment's block as cell parameters: models, policies and precisions
+    are sweeps; ``sizes`` must be left out (they come from the traces)."""
+    from .dnn.workload import DEFAULTS, KEY
+
+    if "sizes" in e:
+        raise ConfigError(f"{source}: {where}.sizes: a workload experiment takes its sizes from "
+                          f"the model traces; leave sizes out")
+    taken = sorted((set(DEFAULTS) | {KEY}) & set(e["params"]))
+    if taken:
+        raise ConfigError(f"{source}: {where}.params: {', '.join(taken)} belong(s) under "
+                          f"{where}.workload, not params")
+    w = e["workload"]
+    compute = parsed(parse_time, w["compute"], f"{where}.workload.compute")
+    return {KEY: list(w["models"]), "fusion": list(w["fusion"]),
+            "precision": list(w["precision"]), "batch": w["batch"], "iteration_compute": compute}
 
 
 def _explain(err) -> str:

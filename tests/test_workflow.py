@@ -151,6 +151,11 @@ def test_own_config_file_is_not_merged_with_the_default(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     log = out.stdout + out.stderr
     assert log.count("rule measure:") == 1, log[-3000:]
+    # from the repository root too, where config/experiments.yaml is found: still not merged
+    here = subprocess.run(SNAKEMAKE + ["--configfile", str(cfg), "-n"], env=env_for(tmp_path),
+                          capture_output=True, text=True, timeout=900, cwd=REPO)
+    assert here.returncode == 0, here.stderr[-3000:]
+    assert (here.stdout + here.stderr).count("rule measure:") == 1, here.stdout[-3000:]
     plan_out = subprocess.run([sys.executable, "-m", "harness.cli", "plan", "--config", str(cfg)],
                               capture_output=True, text=True, cwd=REPO)
     assert f"({cfg}," in plan_out.stdout and "mine" in plan_out.stdout

@@ -53,7 +53,7 @@ def register(subparsers) -> argparse.ArgumentParser:
         "dnn", help="deep-learning workloads: gradient traces of real CNNs (Castelló et al. Fig. 7)",
         description="Deep-learning workloads. `harness dnn traces --help` for the subcommand.")
     p.set_defaults(func=lambda args, parser=None: _usage(p))
-    sub = p.add_subparsers(dest="dnn_command", metavar="{traces}")
+    sub = p.add_subparsers(dest="dnn_command", metavar="{traces,compute}")
     q = sub.add_parser(
         "traces", help="table and figure of the CNNs' gradient messages (Castelló et al. Fig. 7)",
         description=_TRACES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -68,7 +68,54 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help="rebuild the chosen models' traces from the model code first "
                    "(needs PyTorch: pip install -e '.[dnn]')")
     q.set_defaults(func=cmd_traces)
+    q = sub.add_parser(
+        "compute", help="seconds of one training iteration's compute on this CPU (PyTorch)",
+        description="Time forward, backward and the SGD step of each model at a batch size on "
+                    "this CPU, single-threaded as one MPI rank would run, and print the median "
+                    "per iteration: the value of workload.compute in a campaign config (the "
+                    "report adds it to the measured communication). Needs the [dnn] extra.")
+    q.add_argument("--models", type=_models, default=["resnet110"],
+                   help="comma-separated models (default: resnet110)")
+    q.add_argument("--batch", type=_positive("--batch"), default=32,
+                   help="images per rank and iteration (default: %(default)s)")
+    q.add_argument("--iterations", type=_positive("--iterations"), default=3,
+                   help="timed iterations after one warm-up (default: %(default)s)")
+    q.add_argument("--threads", type=_positive("--threads"), default=1,
+                   help="PyTorch threads (default: %(default)s, one per rank)")
+    q.set_defaults(func=cmd_compute)
     return p
+
+
+def _positive(name: str):
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            v = 0
+        if v < 1:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+        return v
+    return parse
+
+
+def cmd_compute(args, parser=None) -> int:
+    if importlib.util.find_spec("torch") is None:
+        print("harness dnn compute: needs PyTorch, which is not installed; "
+              "pip install -e '.[dnn]'", file=sys.stderr)
+        return 2
+    from ..units import format_time
+    from .compute import iteration_times
+
+    print(f"{'model':<11} {'batch':>5} {'median':>10} {'min':>10} {'images/s':>9}   "
+          f"(forward + backward + SGD step, {args.threads} thread(s), {args.iterations} "
+          f"iterations)")
+    for m in args.models:
+        t = sorted(iteration_times(m, args.batch, iterations=args.iterations,
+                                   threads=args.threads))
+        med = t[len(t) // 2]
+        print(f"{m:<11} {args.batch:>5} {format_time(med):>10} {format_time(t[0]):>10} "
+              f"{args.batch / med:>9.1f}", flush=True)
+    return 0
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:
