@@ -188,7 +188,7 @@ def validate(doc, source: str = "config", base: Path | None = None) -> Config:
                   run_walltime=walltime, stopping=stopping, libraries=doc["libraries"],
                   experiments=tuple(experiments), source=source, digest=digest,
                   plugins=tuple(plugins), confirm=confirm, tune=dict(doc["tune"]),
-                  sgd={k: v for k, v in doc["sgd"].items() if v.get("enabled", True)})
+                  sgd=_sgd(doc, source))
 
 
 def _workload_params(e: dict, where: str, source: str, parsed) -> dict:
@@ -207,6 +207,15 @@ def _workload_params(e: dict, where: str, source: str, parsed) -> dict:
     compute = parsed(parse_time, w["compute"], f"{where}.workload.compute")
     return {KEY: list(w["models"]), "fusion": list(w["fusion"]),
             "precision": list(w["precision"]), "batch": w["batch"], "iteration_compute": compute}
+
+
+def _sgd(doc: dict, source: str) -> dict:
+    """The enabled ``sgd:`` experiments by name, checked and with times parsed by
+    ``harness.dnn.sgd.experiment`` (ConfigError naming the key path)."""
+    from .dnn.sgd import experiment
+
+    return {k: experiment(k, v, source, doc["launch"], doc["libraries"])
+            for k, v in doc["sgd"].items() if v.get("enabled", True)}
 
 
 def _explain(err) -> str:
