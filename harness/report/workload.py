@@ -140,7 +140,7 @@ CAPTION = ("One training iteration's gradient communication (every allreduce cal
 
 
 def _display(t: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    header = ["Library", "P", "Workload", "Calls", "Bytes", "AUTO", "95% CI", "BEST",
+    header = ["Library", "P", "Workload", "Calls", "Per iteration", "AUTO", "95% CI", "BEST",
               "BEST time", "95% CI", "Gain", "img/s AUTO", "img/s BEST", "img/s BEST (overlap)"]
     out = []
     for r in t.to_dict("records"):
@@ -156,7 +156,7 @@ def _display(t: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
             gain += " ‡"
         out.append([
             style.library_label(r["library"], r["library_version"]), str(int(r["procs"])),
-            _label(r) + f" b={int(r['batch'])}", str(r["calls"]), tables.format_size(r["size"]),
+            _label(r) + f" b={int(r['batch'])}", str(r["calls"]), f"{r['size'] / 2**20:.1f} MiB",
             (_time(r["auto_mean"]) or r["auto_status"]) + dag(r["auto_status"]), aci,
             tables._algo(r["best_algorithm"]) if r["best_algorithm"] else "none",
             _time(r["best_mean"]) + dag(r["best_status"]), bci, gain,
@@ -232,7 +232,7 @@ def figure_images(t: pd.DataFrame, base: Path) -> list[Path]:
         ax.set_title(f"P = {p}, batch {', '.join(str(int(b)) for b in sorted(d.batch.unique()))}"
                      f" per rank, compute {', '.join(_time(c) or '0' for c in compute)}"
                      + (" (communication only)" if compute == [0.0] else ""))
-        ax.legend(ncols=3, loc="upper right", fontsize=7)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
     fig.suptitle(title)
     return style.save(fig, base)
 
@@ -263,7 +263,7 @@ def figure_normalised(t: pd.DataFrame, n: pd.DataFrame, base: Path) -> list[Path
         left.axhline(1.0, color="0.3", linewidth=0.8)
         left.set_ylabel("BEST / own AUTO (images/s)")
         left.set_title(f"P = {p}: BEST over the library's AUTO")
-        left.legend(fontsize=7)
+        left.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
         q = n[n.procs == p].assign(g=lambda q: [_label(r) for r in q.to_dict("records")])
         series = []
         for lib in sorted(q.library.unique(), key=style.library_sort_key):
@@ -276,7 +276,7 @@ def figure_normalised(t: pd.DataFrame, n: pd.DataFrame, base: Path) -> list[Path
         right.axhline(1.0, color="0.3", linewidth=0.8)
         right.set_ylabel(f"over {style.library_title(ref)} AUTO")
         right.set_title(f"P = {p}: over {style.library_title(ref)} AUTO")
-        right.legend(ncols=3, fontsize=7)
+        right.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
     fig.suptitle(title)
     return style.save(fig, base)
 
