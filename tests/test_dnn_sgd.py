@@ -103,6 +103,7 @@ def test_training_learns_and_ranks_agree(executions, algorithm):
         assert later >= 45, f"rank 1 estimated later in only {later} of 60 iterations"
         assert gaps[30] > 0.003, f"rank 1 estimated {gaps[30] * 1e3:.2f} ms late (median)"
         assert d["provenance"]["thread_level"] == "multiple"
+        assert len(d["arrival_estimate"]["wait_per_rank"][0]) == 60
 
 
 def test_same_parameters_whatever_the_algorithm(executions):

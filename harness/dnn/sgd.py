@@ -12,7 +12,9 @@ ranks, one execution of one algorithm (docs/sgd.md). Per iteration every rank
    before the forward pass, the rest after the step, so the iteration is stretched the way
    slower compute would stretch it and the monitor's estimate sees it whole;
 4. SLT and PRR: hands the monitor's exchanged arrival estimates to the algorithm
-   (``ctx.scratch["arrival"]``); the ring takes none;
+   (``ctx.scratch["arrival"]``), waiting for the exchange when it is not over (when the
+   latest rank reaches its edge after this rank's arrival; the wait is recorded, and counts
+   in the training time, not in the allreduce's); the ring takes none;
 5. averages the parameters, as the paper does ("after each training iteration, it is
    averaged over the other processes"): the 145,578 float32 parameters live in one flat
    buffer; ``fn(comm, params, recv, MPI.SUM, ctx)`` bracketed by ``MPI.Wtime`` (the timed
@@ -380,7 +382,7 @@ def train(spec: dict) -> int:
     n = iterations
     elapsed, arrival, begin_at = np.zeros(n), np.zeros(n), np.zeros(n)
     edge_at, used_f, losses = np.zeros(n), np.zeros(n), np.zeros(n)
-    estimate = np.full(n, np.nan)
+    estimate, waits = np.full(n, np.nan), np.zeros(n)
     checks, check_seconds, ok = [], 0.0, True
     wtime = MPI.Wtime
 
@@ -402,7 +404,9 @@ def train(spec: dict) -> int:
         opt.step()
         _spin((1 - f) * extra)
         if monitor is not None:
+            w0 = wtime()
             given = monitor.estimates()  # identical on every rank (the monitor's Allgather)
+            waits[i] = wtime() - w0  # > 0 when the latest rank's edge came after this arrival
             ctx.scratch["arrival"] = given
             estimate[i] = given[rank]
         t_arr = clock()
@@ -438,7 +442,7 @@ def train(spec: dict) -> int:
     per_rank = comm.gather({
         "elapsed": elapsed, "arrival": arrival, "begin": begin_at, "edge": edge_at,
         "edge_fraction_used": used_f, "loss": losses, "estimate": estimate, "total": total,
-        "estimates_late": waited, "checks": checks}, root=0)
+        "estimates_late": waited, "estimate_wait": waits, "checks": checks}, root=0)
     if not all(every_same) or not all(every_ok):
         if rank == 0:
             bad = [r for r, v in enumerate(every_same) if not v]
@@ -507,7 +511,12 @@ def _document(spec, per_rank, size, count, stragglers, delay, test_loss, accurac
         "arrival_estimate": ({"per_rank": est.tolist(),
                               "abs_error_ms_median": float(np.nanmedian(np.abs(err)) * 1e3),
                               "abs_error_ms_p95": float(np.nanpercentile(np.abs(err), 95) * 1e3),
-                              "estimates_late": int(sum(r["estimates_late"] for r in per_rank))}
+                              "estimates_late": int(sum(r["estimates_late"] for r in per_rank)),
+                              # seconds each rank's main thread waited for the exchanged
+                              # estimates before its allreduce (not in the allreduce's time;
+                              # in the training's), per rank and iteration, and its mean
+                              "wait_per_rank": [r["estimate_wait"].tolist() for r in per_rank],
+                              "wait_mean": float(np.mean([r["estimate_wait"] for r in per_rank]))}
                              if knows else None),
         "straggler": {"delay": delay, "rank": s["straggler_rank"],
                       "ranks": stragglers.tolist() if delay > 0 else []},
