@@ -390,6 +390,11 @@ def cmd_plan(args, parser) -> int:
     print(f"  {'total':<{width}}  {total:>8} cells  {len(runs):>6} runs (cells shared by "
           f"experiments are measured once" + (f"; {launches} launches of each run" if launches > 1
                                               else "") + ")")
+    for name, e in (cfg.sgd or {}).items():  # distributed SGD (harness/dnn/sgd.py, docs/sgd.md)
+        algs = list(e["algorithms"])
+        print(f"  sgd {name}: {e['library']} P={e['procs']}, {', '.join(algs)} x "
+              f"{e['executions']} executions = {len(algs) * e['executions']} training launches "
+              f"of {e['iterations']} iterations")
     if args.runs:
         cores = os.cpu_count() or 1
         for r in runs:
