@@ -135,6 +135,11 @@ def _rows(t: pd.DataFrame) -> list[list[str]]:
     return out
 
 
+def _count(values) -> str:
+    lo, hi = min(values), max(values)
+    return str(lo) if lo == hi else f"{lo}–{hi}"
+
+
 def caption(docs: list[dict]) -> str:
     d = docs[0]
     s = d["spec"]["experiment_settings"]
@@ -153,7 +158,7 @@ def caption(docs: list[dict]) -> str:
             f"{str(prov.get('library_version', d['library'])).split(',')[0]}, P = {d['procs']} on "
             f"{', '.join(hosts) or '?'} ({'/'.join(map(str, cores)) or '?'} cores), one torch "
             f"thread per rank; {s['iterations']} iterations of batch {s['batch']} per rank; "
-            f"{strag_text}; {min(n.values())}–{max(n.values())} executions per algorithm, "
+            f"{strag_text}; {_count(n.values())} executions per algorithm, "
             f"interleaved. All-reduce: mean over iterations of the mean over ranks of each call's "
             f"elapsed time; training: the slowest rank's time for all iterations; 95% Student-t "
             f"intervals over executions; speedups = ring mean / algorithm mean, in brackets the "
