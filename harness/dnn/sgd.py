@@ -208,7 +208,7 @@ def execute(spec_path, timeout: float | None = None) -> int:
 
 # ------------------------------------------------------------------------------ the data
 
-def templates(seed: int, noise_free: bool = False):
+def templates(seed: int):
     """The 10 class templates (10×3×32×32 float32 torch tensor), fixed by ``seed``."""
     import torch
 
