@@ -34,6 +34,7 @@ error the bench records per rank and repetition.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -100,9 +101,12 @@ class Monitor:
     fraction f of it, and ``estimates()`` when it reaches the allreduce; the thread, woken by
     the edge, estimates this rank's arrival and ``Allgather``s the estimates on its own
     communicator while the main thread computes. ``close()`` ends the thread and frees the
-    communicator (collective, like the constructor)."""
+    communicator (collective, like the constructor). With ``poll`` (seconds) the exchange is
+    a nonblocking ``Iallgather`` tested every ``poll`` seconds, so the waiting thread yields
+    its core instead of busy-polling inside the library (the SGD training's compute shares
+    it, ``harness.dnn.sgd``)."""
 
-    def __init__(self, comm, clock):
+    def __init__(self, comm, clock, poll: float | None = None):
         from mpi4py import MPI
 
         level = MPI.Query_thread()
@@ -113,6 +117,7 @@ class Monitor:
                                f"at MPI_THREAD_{names.get(level, level)}")
         self.comm = comm.Dup()  # the monitor's own communicator: never mixes with the call's
         self.clock = clock
+        self.poll = poll
         self.procs = self.comm.Get_size()
         self._mine = np.zeros(1)
         self._all = np.zeros(self.procs)
@@ -126,6 +131,14 @@ class Monitor:
         self._thread = threading.Thread(target=self._run, name="pap-monitor", daemon=True)
         self._thread.start()
 
+    def _exchange(self) -> None:
+        if self.poll is None:
+            self.comm.Allgather(self._mine, self._all)
+            return
+        req = self.comm.Iallgather(self._mine, self._all)
+        while not req.Test():
+            time.sleep(self.poll)
+
     def _run(self):
         while True:
             self._go.wait()
@@ -135,7 +148,7 @@ class Monitor:
             try:
                 t_edge, fraction = self._edge
                 self._mine[0] = estimate(self._begin, t_edge, fraction)
-                self.comm.Allgather(self._mine, self._all)
+                self._exchange()
             except BaseException as exc:  # noqa: BLE001  (reported by estimates())
                 self.error = exc
             self._ready.set()

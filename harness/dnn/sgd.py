@@ -245,36 +245,6 @@ def test_stream(seed: int) -> int:
 MONITOR_POLL = 50e-6  # seconds the monitor sleeps between tests of its exchange
 
 
-def _monitor_class():
-    """``harness.arrival.Monitor`` whose exchange yields the core while it waits: a
-    nonblocking ``Iallgather`` tested every ``MONITOR_POLL`` seconds, where the bench's
-    monitor blocks in ``Allgather``. Open MPI and MPICH busy-poll inside a blocking call, and
-    here the monitor waits from its own rank's edge to the latest rank's, which in training
-    is while the main thread computes: with as many ranks as cores the spinning thread would
-    take half its own rank's core (measured: the edge fraction of the early rank fell from
-    0.44 to 0.32)."""
-    from ..arrival import Monitor, estimate
-
-    class YieldingMonitor(Monitor):
-        def _run(self):
-            while True:
-                self._go.wait()
-                self._go.clear()
-                if self._stop:
-                    return
-                try:
-                    t_edge, fraction = self._edge
-                    self._mine[0] = estimate(self._begin, t_edge, fraction)
-                    req = self.comm.Iallgather(self._mine, self._all)
-                    while not req.Test():
-                        time.sleep(MONITOR_POLL)
-                except BaseException as exc:  # noqa: BLE001  (reported by estimates())
-                    self.error = exc
-                self._ready.set()
-
-    return YieldingMonitor
-
-
 def _spin(seconds: float) -> None:
     """Compute (busy-wait) for ``seconds``: the injected straggler's extra work."""
     if seconds <= 0:
@@ -358,7 +328,14 @@ def train(spec: dict) -> int:
     def clock() -> float:
         return time.time() - epoch
 
-    monitor = _monitor_class()(comm, clock) if uses_arrival else None
+    # the exchange yields the core (Monitor's poll): Open MPI and MPICH busy-poll inside a
+    # blocking Allgather, and here the monitor waits from its rank's edge to the latest
+    # rank's while the main thread computes; with as many ranks as cores the spinning thread
+    # took half its own rank's core (measured: the early rank's edge fraction fell from 0.44
+    # to 0.32)
+    from ..arrival import Monitor
+
+    monitor = Monitor(comm, clock, poll=MONITOR_POLL) if uses_arrival else None
     # one untimed call before training opens the connections the training's calls use (the
     # paper's monitor thread warms them up after each exchange); the result is discarded
     fn(comm, params, recv, MPI.SUM, ctx)
