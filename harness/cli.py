@@ -593,23 +593,42 @@ def cmd_model_suara2(args, parser) -> int:
 
 
 def cmd_fit(args, parser) -> int:
-    """Fit the Table 1 models to a campaign's summary and write the parameters as JSON."""
-    from . import models
+    """Fit the Table 1 models (native allreduce cells) and the ping-pong and max-rate
+    parameters (pingpong, reduce_local cells) to a campaign's summary; write them as one JSON
+    file (harness/netparams.py)."""
+    from . import models, netparams
 
     store = results.CampaignStore(paths.results_root(), args.campaign)
     if not store.summary.is_file():
         parser.error(f"argument campaign: no summary at {store.summary}; run the campaign first")
     try:
-        params = models.fit_campaign(store.summary, library=args.library, source=args.source,
-                                     gamma=args.gamma, campaign=args.campaign)
+        doc = netparams.fit_file(store.summary, campaign=args.campaign, library=args.library,
+                                 source=args.source, gamma=args.gamma)
     except ValueError as exc:
         print(f"harness fit: error: {exc}", file=sys.stderr)
         return 1
+    params = models.Params.from_dict(doc)
     out = Path(args.output) if args.output else store.dir / "model_params.json"
-    results.write_json(out, params.to_dict())
+    results.write_json(out, doc)
     fits = params.provenance.get("fits", {})
-    print(f"fitted from {store.summary} ({args.library}, {args.source}); gamma = "
-          f"{params.gamma:.3g} s/B ({params.provenance.get('gamma_from')})")
+    g_from = params.provenance.get("gamma_from", {})
+    print(f"fitted from {store.summary}; gamma = {params.gamma:.3g} s/B "
+          f"({g_from.get('from', g_from) if isinstance(g_from, dict) else g_from})")
+    if not fits:
+        print(f"  Table 1 (alpha, beta) of every algorithm: {params.provenance.get('assumed')}")
+    for lib, f in doc.get("pingpong", {}).items():
+        print(f"  ping-pong {lib:8} level {f['level']:7} alpha {format_time(f['alpha']):>9}  "
+              f"beta {f['beta']:.3g} s/B ({1 / f['beta'] / 1e9 if f['beta'] > 0 else float('inf'):.3g} GB/s)  "
+              f"R^2 {f['r2']:.4f}  n {f['n']}  sizes {format_size(f['sizes'][0])}..{format_size(f['sizes'][1])}")
+    if "maxrate" in doc:
+        mr = doc["maxrate"]
+        print(f"  max-rate ({mr['provenance']['library']}): alpha_l {format_time(mr['alpha_l'])}, "
+              f"beta_l {mr['beta_l']:.3g} s/B, alpha {format_time(mr['alpha'])}, "
+              f"R_b {mr['R_b'] / 1e9:.3g} GB/s, R_N {mr['R_N'] / 1e9:.3g} GB/s, gamma {mr['gamma']:.3g} s/B")
+        for role, why in mr["provenance"].get("fallbacks", {}).items():
+            print(f"    {role}: {why}")
+    if fits:
+        print(f"  Table 1 fit of {args.library}'s {args.source} algorithms:")
     print(f"  {'model':6} {'alpha':>10} {'beta [s/B]':>11} {'1/beta':>11} {'R^2':>6} {'cells':>5}")
     for name in models.ALL6:
         f = fits.get(name)
@@ -704,7 +723,8 @@ def _add_maxrate(msub) -> None:
         q.add_argument("--steps", choices=("paper", "ceil"), default="paper",
                        help="real-valued logarithms as printed, or whole steps")
         q.add_argument("--params", default=None,
-                       help="JSON file with any of alpha_l, beta_l, alpha, R_b, R_N, gamma")
+                       help="JSON file with any of alpha_l, beta_l, alpha, R_b, R_N, gamma, or "
+                            "results/<c>/model_params.json of `harness fit` (its maxrate section)")
         for key, flag, unit, text in MAXRATE_OPTIONS:
             q.add_argument(flag, dest=key, type=_typed(float, "number"), default=None,
                            help=f"{text} ({unit}); default from --params or the defaults")
@@ -743,15 +763,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("fit", help="fit the Hockney models (alpha, beta per algorithm, gamma) "
                        "to a campaign's summary", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
                        description="Linear regression of each Table 1 model over the campaign's "
-                                   "cells (P and m varied); gamma from a timed local reduction. "
-                                   "Writes results/<campaign>/model_params.json, usable as "
-                                   "`harness model suara2 --params FILE`.")
+                                   "native allreduce cells (P and m varied); from ping-pong cells "
+                                   "Hockney alpha, beta per library and the max-rate parameters; "
+                                   "gamma from the reduce_local cells (else a timed local "
+                                   "reduction here). Writes results/<campaign>/model_params.json, "
+                                   "usable as `harness model suara2|rd|smp|nap --params FILE`.")
     p.add_argument("campaign", help="campaign name (results/<campaign>/summary.csv)")
-    p.add_argument("--library", default="openmpi", choices=["mpich", "openmpi", "impi"])
+    p.add_argument("--library", default="openmpi", choices=["mpich", "openmpi", "impi"],
+                   help="library of the Table 1 fit and of the max-rate parameters")
     p.add_argument("--source", default="native", choices=["native", "harness"],
                    help="fit Open MPI's native algorithms or the harness's own")
     p.add_argument("--gamma", type=_positive_float, default=None,
-                   help="gamma in s/B (default: measured here with a local reduction)")
+                   help="gamma in s/B (default: from the reduce_local cells, else measured "
+                        "here with a local reduction)")
     p.add_argument("--output", "-o", default=None, help="output JSON (default results/<campaign>/model_params.json)")
     p.set_defaults(func=cmd_fit)
     _add_maxrate(msub)

@@ -52,7 +52,14 @@ class MaxRateParams:
     def from_dict(cls, doc: dict, base: "MaxRateParams | None" = None) -> "MaxRateParams":
         """Parameters from a dict (keys as the fields; missing keys from ``base`` or the
         defaults). Unknown keys and values that are not positive numbers raise ValueError
-        naming the key."""
+        naming the key. A ``model_params.json`` written by ``harness fit`` (harness/netparams.py)
+        is read through its ``"maxrate"`` section (whose ``provenance`` is left aside)."""
+        if "maxrate" in doc:
+            doc = {k: v for k, v in doc["maxrate"].items() if k != "provenance"}
+        elif "ab" in doc:
+            raise ValueError("this parameter file has no 'maxrate' section (it was fitted from "
+                             "a campaign without ping-pong cells); expected keys: "
+                             + ", ".join(f.name for f in fields(cls)))
         names = [f.name for f in fields(cls)]
         unknown = sorted(set(doc) - set(names))
         if unknown:

@@ -127,6 +127,11 @@ class Params:
 
     @classmethod
     def from_dict(cls, d: Mapping) -> Params:
+        """Parameters from ``to_dict``'s layout; a ``model_params.json`` of ``harness fit`` has
+        that layout plus ``"pingpong"`` and ``"maxrate"`` sections, which are not read here."""
+        if "ab" not in d or "gamma" not in d:
+            raise ValueError("expected the keys 'ab' and 'gamma' of a Hockney parameter file "
+                             f"(harness fit), got keys {sorted(d)}")
         ab = {}
         for a, v in d["ab"].items():
             if isinstance(v, Mapping):

@@ -15,7 +15,8 @@ are told apart by processes per node (``ppn``, from the record), P and size.
   each ppn (Figs. 14-15);
 - ``figures_dir/node_aware_model.{png,pdf}``: the max-rate model of the three (Figs. 10-11
   shape: vs P at 16 processes per node, vs size at P = 32768) with the default parameters
-  of ``harness.maxrate``, for comparison with the paper;
+  of ``harness.maxrate``, for comparison with the paper, or those fitted from the campaign's
+  ping-pong cells when ``model_params.json`` beside the summary has them (``harness fit``);
 - ``tables_dir/node_aware_counts.{md,tex,csv}``: per ppn, node count and algorithm, the most
   inter- and intra-node messages (and bytes) one rank sends per call, next to
   ``ceil(log_ppn n)`` and ``ceil(log2 n)``, at the smallest size;
@@ -327,8 +328,16 @@ def make_all(summary_csv, tables_dir, figures_dir) -> list[Path]:
                        f"RD vs SMP vs NAP, one value per process ({lib}, {layout} nodes)")
     written += _figure(d, "size", Path(figures_dir) / "node_aware_vs_size",
                        f"RD vs SMP vs NAP vs message size ({lib}, {layout} nodes)")
-    written += model_figure(Path(figures_dir) / "node_aware_model")
+    written += model_figure(Path(figures_dir) / "node_aware_model", params=fitted_params(summary_csv))
     return written
+
+
+def fitted_params(summary_csv):
+    """The max-rate parameters ``harness fit`` wrote beside the summary
+    (``model_params.json``, its ``maxrate`` section), else None (the defaults)."""
+    from ..netparams import load_maxrate
+
+    return load_maxrate(Path(summary_csv).parent / "model_params.json")
 
 
 def main(argv=None) -> int:
