@@ -127,6 +127,9 @@ def main() -> int:
         cases += [("suara_l", {"grid": "x".join(map(str, t)),
                                "subs_each": "ring,native,recursive_doubling"}) for t in trip]
         cases += [("suara_l", {"grid": "auto", "levels": 2}), ("suara_l", {"grid": "auto", "levels": 4})]
+    if "three_step" in names:  # every grid of P (blocks of unequal size), a harness column allreduce
+        cases += [("three_step", {"grid": f"{size // c}x{c}", "col": "native" if c % 2 else "ring"})
+                  for c in range(1, size + 1) if size % c == 0]
     if FAMILY == "node-aware":
         failures, checks = node_aware(comm, ops)
     else:
