@@ -41,6 +41,29 @@ OUTPUTS = {
     "auto_vs_best_*": ("Castelló et al.", "Figs. 5-6: throughput of every native algorithm",
                        "top: MiB/s against message size, AUTO thick black, BEST ringed and named; "
                        "bottom: gain AUTO/BEST, empty bar = tie, hatched = oversubscribed"),
+    "network_params": ("Castelló et al.", "network parameters from ping-pong (Sect. 4, Fig. 4)",
+                       "Hockney alpha and beta per library from one-pair ping-pong, gamma from "
+                       "local reductions, the max-rate values, beside Castelló et al.'s and "
+                       "SUARA Table 4's"),
+    "castello_models": ("Castelló et al.", "Table 1 against measurement (Sect. 3.4)",
+                        "per library, P, algorithm and size: measured MiB/s (REAL) beside the "
+                        "Table 1 model (THEO), fully overlapped (OVL) and not overlapped (NOVL), "
+                        "all with the ping-pong parameters"),
+    "castello_fig2": ("Castelló et al.", "Fig. 2: theoretical (-T) against real throughput",
+                      "per P: MiB/s of RDB, RSA, LIN, RNG, SRG measured (solid) and modelled "
+                      "with the ping-pong parameters (dashed); higher is better"),
+    "castello_fig3": ("Castelló et al.", "Fig. 3: THEO, REAL, OVL and NOVL for RSA and RNG",
+                      "REAL below THEO and near NOVL: the overlap of sends and receives the "
+                      "model assumes does not happen"),
+    "cross_library": ("Castelló et al.", "Fig. 6: every library's AUTO and BEST; Fig. 10 "
+                      "(right) as a table",
+                      "figure: MiB/s = size/time against size, a colour per library, AUTO solid, "
+                      "BEST dashed; table: times and speedup over the reference library's AUTO, "
+                      "bold where the 95% CIs do not overlap"),
+    "cross_library_normalised": ("Castelló et al.", "Fig. 10 (right): over the reference "
+                                 "library's AUTO",
+                                 "per size, each library's AUTO (hatched) and BEST (solid) as "
+                                 "reference AUTO time / time; above the line at 1 is faster"),
     "suara_choice": ("Nuriyev et al. (SUARA)", "SUARA2's choice per P and size",
                      "grid and combination the model picks, predicted and measured time"),
     "model_vs_measured": ("Nuriyev et al. (SUARA)", "Table 1 models against measurements",
@@ -60,8 +83,12 @@ OUTPUTS = {
     "node_aware_vs_procs": ("Bienz et al.", "Figs. 12-13: time against P", "lower is better"),
     "node_aware_vs_size": ("Bienz et al.", "Figs. 14-15: time against message size",
                            "lower is better"),
+    "maxrate_fig5": ("Bienz et al.", "Fig. 5: max-rate cost of one message",
+                     "modelled time per level (socket, node, network at ppn 1, 2, 4, ...) from "
+                     "the fitted parameters, with the measured ping-pong points"),
     "node_aware_model": ("Bienz et al.", "the max-rate model of RD, SMP and NAP",
-                         "modelled cost with illustrative parameters"),
+                         "modelled cost with illustrative parameters, or those fitted from the "
+                         "campaign's ping-pong (harness fit) when it has some; see the title"),
     "pap_table3": ("Proficz (PAP)", "Table 3: speedup over the ring",
                    "bold where the CIs do not overlap; ≈ a tie"),
     "pap_table4": ("Proficz (PAP)", "Table 4: difference to the ring", "negative is faster"),

@@ -1,0 +1,475 @@
+"""Theory against measurement (Castelló et al., Sect. 3, Table 1, Figs. 2-3) and the max-rate
+cost of one message (Bienz et al., Fig. 5), with the network parameters fitted from the
+campaign's ping-pong cells (``harness.netparams``, ``model_params.json``).
+
+**Table 1 in bytes.** The paper counts n data items per process, beta in items/s and gamma in
+additions/s. With m = bytes per process (the summary's ``size``), alpha [s], beta [s/B] (the
+ping-pong slope) and gamma [s/B] (the reduce_local slope) every item count becomes a byte count,
+``n/beta_items = m*beta`` and ``n/gamma_ops = m*gamma``, so (log p = log2 p, real-valued):
+
+====  ==============  ==================================  ================
+alg.  latency (x a)   bandwidth (x beta, bytes)           arithmetic (x g)
+====  ==============  ==================================  ================
+RDB   log p           m log p                             m log p
+RSA   2 log p         2 m (p-1)/p                         m (p-1)/p
+LIN   2 (p-1)         2 m (p-1)                           m (p-1)
+RNG   2 (p-1)         2 m (p-1)/p                         m (p-1)/p
+SRG   2p + s - 3      (p+s-2) m/s + (p-1) m/p             (p+s-2) m/s
+====  ==============  ==================================  ================
+
+SRG's s is the number of segments of the message, ``ceil(m / segment)``, with the segment
+size the campaign forces on Open MPI's segmented ring (``harness/data/libraries.yaml``).
+
+**THEO, OVL, NOVL** (Fig. 3). Write a model as L + B + A (its latency, bandwidth and arithmetic
+parts above). THEO = L + B + A is Table 1: a step's send and receive overlap (the cost of
+IRecv+Send is that of one Send) and the reduction follows the transfer. OVL = L + max(B, A):
+everything overlapped, the two directions of a step and the reduction of the received block
+with the next transfer. NOVL = 2L + 2B + A: no overlap at all, each step sends, then
+receives (two messages, each paying alpha and its bytes), then reduces. So OVL <= THEO <= NOVL.
+
+Throughput as in the paper: MiB/s = m / time / 2^20.
+
+Outputs of ``make_all(summary_csv, tables_dir, figures_dir, params_json=None)``:
+
+- ``tables_dir/castello_models.{md,tex,csv}``: per library, P, algorithm and measured size: the
+  measured time and MiB/s, THEO, OVL and NOVL MiB/s, REAL/THEO;
+- ``tables_dir/network_params.{md,tex,csv}``: the fitted parameters beside Castelló's and SUARA
+  Table 4's;
+- ``figures_dir/castello_fig2.{png,pdf}``: per library (rows) and P (columns), measured MiB/s
+  of RDB, RSA, LIN, RNG, SRG (solid) and the model "-T" (dashed);
+- ``figures_dir/castello_fig3.{png,pdf}``: RSA and RNG (columns) per P (rows): THEO, REAL,
+  OVL, NOVL;
+- ``figures_dir/maxrate_fig5.{png,pdf}``: the modelled cost of one message against its size
+  per level (socket, node, network at ppn 1, 2, 4, ...) from the max-rate parameters, with the
+  measured ping-pong points.
+
+The parameters come from ``params_json`` when given (the file ``harness fit`` writes), else
+they are fitted here from the summary. CLI: ``python -m harness.report.castello_models SUMMARY
+TABLES FIGURES [PARAMS_JSON]``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from .. import maxrate, models, netparams
+from ..results import atomic_write_text
+from . import style, tables
+
+ALGORITHMS = ("RDB", "RSA", "LIN", "RNG", "SRG")
+# Castelló et al.'s algorithms as the native algorithms of each library (Table 2)
+NATIVE = {
+    "openmpi": {"RDB": "native:recursive_doubling", "RSA": "native:rabenseifner",
+                "LIN": "native:basic_linear", "RNG": "native:ring",
+                "SRG": "native:segmented_ring"},
+    "mpich": {"RDB": "native:recursive_doubling", "RSA": "native:reduce_scatter_allgather",
+              "RNG": "native:ring"},
+    "impi": {"RDB": "native:recursive_doubling", "RSA": "native:rabenseifner",
+             "RNG": "native:ring"},
+}
+SEGMENT_ENV = "OMPI_MCA_coll_tuned_allreduce_algorithm_segmentsize"
+# Castelló et al., Sect. 3.3 / 4: alpha = 2 us, beta = 11,770 MB/s, gamma = 8e9 FP32 flop/s
+CASTELLO = {"alpha": 2e-6, "beta": 1 / 11.77e9, "gamma": 1 / (8e9 * 4)}
+MIB = float(2**20)
+TIMED = ("ok", "not-converged")
+
+
+# --------------------------------------------------------------------------- models
+
+
+def segments(m: float, segment: float) -> float:
+    """SRG's s: segments of the whole message (at least 1)."""
+    return max(1.0, math.ceil(float(m) / float(segment)))
+
+
+def parts(alg: str, p: float, m: float, alpha: float, beta: float, gamma: float,
+          segment: float = 65536) -> tuple[float, float, float]:
+    """(L, B, A) of Table 1 in seconds for ``p`` processes and ``m`` bytes per process."""
+    p, m = float(p), float(m)
+    if p < 2:
+        return 0.0, 0.0, 0.0
+    lg = math.log2(p)
+    f = (p - 1) / p
+    if alg == "RDB":
+        return lg * alpha, m * lg * beta, m * lg * gamma
+    if alg == "RSA":
+        return 2 * lg * alpha, 2 * m * f * beta, m * f * gamma
+    if alg == "LIN":
+        return 2 * (p - 1) * alpha, 2 * m * (p - 1) * beta, m * (p - 1) * gamma
+    if alg == "RNG":
+        return 2 * (p - 1) * alpha, 2 * m * f * beta, m * f * gamma
+    if alg == "SRG":
+        s = segments(m, segment)
+        return ((2 * p + s - 3) * alpha, ((p + s - 2) * m / s + (p - 1) * m / p) * beta,
+                (p + s - 2) * m / s * gamma)
+    raise ValueError(f"algorithm: expected one of {', '.join(ALGORITHMS)}, got {alg!r}")
+
+
+def variants(alg, p, m, alpha, beta, gamma, segment=65536) -> dict:
+    """THEO, OVL, NOVL times (s) of one algorithm (module doc)."""
+    L, B, A = parts(alg, p, m, alpha, beta, gamma, segment)
+    return {"THEO": L + B + A, "OVL": L + max(B, A), "NOVL": 2 * L + 2 * B + A}
+
+
+def _mibs(m, t):
+    return float(m) / float(t) / MIB if t > 0 else math.nan
+
+
+# --------------------------------------------------------------------------- data
+
+
+def _segment_size(library: str) -> float:
+    try:
+        from ..libraries import get_library
+
+        env = get_library(library).native("native:segmented_ring").env
+        return float(env.get(SEGMENT_ENV, 65536)) or 65536.0
+    except (KeyError, ValueError, OSError):
+        return 65536.0
+
+
+def measured(df: pd.DataFrame) -> pd.DataFrame:
+    """The timed, undelayed native rows of the mapped algorithms, with column ``alg``
+    (RDB, ...); op sum and the most frequent dtype."""
+    d = tables.prepare(df)
+    d = d[tables.timed_mask(d)]
+    d = d[(d["delay"] == "none") & (d["max_delay"].fillna(0) == 0)]
+    names = {(lib, nat): a for lib, m in NATIVE.items() for a, nat in m.items()}
+    d = d.assign(alg=[names.get((lib, a)) for lib, a in zip(d["library"], d["algorithm"])])
+    d = d[d["alg"].notna()]
+    if len(d):
+        d = d[d["op"] == "sum"] if (d["op"] == "sum").any() else d
+        d = d[d["dtype"] == d["dtype"].mode().iloc[0]]
+    return d.reset_index(drop=True)
+
+
+def _params_doc(summary_csv, params_json) -> dict:
+    if params_json is not None and Path(params_json).is_file():
+        return json.loads(Path(params_json).read_text())
+    return netparams.fit_file(summary_csv)
+
+
+def _pingpong_for(doc: dict, library: str) -> tuple[dict, str]:
+    pp = doc.get("pingpong") or {}
+    if not pp:
+        raise netparams.FitError("the parameter file has no 'pingpong' section: the campaign "
+                                 "needs pingpong cells (harness fit)")
+    if library in pp:
+        return pp[library], library
+    other = netparams.PREFERRED_LIBRARY if netparams.PREFERRED_LIBRARY in pp else sorted(pp)[0]
+    return pp[other], other
+
+
+def model_table(meas: pd.DataFrame, doc: dict) -> pd.DataFrame:
+    """One row per measured (library, P, algorithm, size): measured and modelled."""
+    rows = []
+    gamma_all = float(doc["gamma"])
+    for r in meas.itertuples(index=False):
+        pp, src = _pingpong_for(doc, r.library)
+        g = pp.get("gamma") or gamma_all
+        v = variants(r.alg, r.procs, r.size, pp["alpha"], pp["beta"], g, _segment_size(r.library))
+        real = _mibs(r.size, r.mean)
+        rows.append({"library": r.library, "procs": int(r.procs), "algorithm": r.alg,
+                     "native": r.algorithm, "size": int(r.size), "mean": float(r.mean),
+                     "real_mibs": real, "theo_mibs": _mibs(r.size, v["THEO"]),
+                     "ovl_mibs": _mibs(r.size, v["OVL"]), "novl_mibs": _mibs(r.size, v["NOVL"]),
+                     "real_over_theo": real / _mibs(r.size, v["THEO"]),
+                     "theo_time": v["THEO"], "params_from": f"ping-pong {src}",
+                     "oversubscribed": str(getattr(r, "oversubscribed", "")).lower() == "true"})
+    cols = ["library", "procs", "algorithm", "native", "size", "mean", "real_mibs", "theo_mibs",
+            "ovl_mibs", "novl_mibs", "real_over_theo", "theo_time", "params_from", "oversubscribed"]
+    t = pd.DataFrame(rows, columns=cols)
+    if len(t):
+        t["_o"] = t["algorithm"].map(ALGORITHMS.index)
+        t = t.sort_values(["library", "procs", "_o", "size"]).drop(columns="_o")
+    return t.reset_index(drop=True)
+
+
+def _write(header, rows, frame, base: Path, caption: str) -> list[Path]:
+    base.parent.mkdir(parents=True, exist_ok=True)
+    md = tables.plain_markdown(header, rows, f"**{caption}**")
+    tex = tables.plain_latex(header, rows, caption, label=f"tab:{base.name.replace('_', '-')}")
+    written = []
+    for ext, text in (("md", md), ("tex", tex), ("csv", frame.to_csv(index=False))):
+        path = base.parent / f"{base.name}.{ext}"
+        atomic_write_text(path, text)
+        written.append(path)
+    return written
+
+
+def _n(v) -> str:
+    return "" if not np.isfinite(v) else (f"{v:.0f}" if v >= 100 else f"{v:.3g}")
+
+
+def write_model_table(t: pd.DataFrame, base, doc: dict) -> list[Path]:
+    header = ["Library", "P", "Alg.", "native", "Size", "time", "REAL MiB/s", "THEO MiB/s",
+              "REAL/THEO", "OVL MiB/s", "NOVL MiB/s"]
+    rows = [[style.library_title(r.library), str(r.procs), r.algorithm,
+             r.native.split(":", 1)[1], tables.format_size(r.size),
+             tables.format_time(r.mean)[0] + (" ‡" if r.oversubscribed else ""),
+             _n(r.real_mibs), _n(r.theo_mibs), f"{r.real_over_theo:.2f}", _n(r.ovl_mibs),
+             _n(r.novl_mibs)] for r in t.itertuples(index=False)]
+    srcs = ", ".join(sorted(set(t["params_from"]))) if len(t) else "none"
+    cap = ("Castelló et al., Table 1 against measurement: measured allreduce throughput (REAL, "
+           "size/time) and the models THEO (Table 1), OVL (all overlapped: L + max(B, A)) and "
+           f"NOVL (no overlap: 2L + 2B + A), with alpha, beta, gamma from the {srcs} fit "
+           f"(gamma {doc['gamma']:.3g} s/B). ‡ oversubscribed.")
+    return _write(header, rows, t, Path(base), cap)
+
+
+def params_table(doc: dict) -> pd.DataFrame:
+    """The fitted parameters of each library beside Castelló's and SUARA Table 4's."""
+    rows = []
+    for lib, f in (doc.get("pingpong") or {}).items():
+        rows.append({"source": f"this machine, {lib} ping-pong ({f['level']})", "alpha": f["alpha"],
+                     "beta": f["beta"], "gamma": f.get("gamma") or doc["gamma"], "r2": f["r2"],
+                     "n": f["n"]})
+    mr = doc.get("maxrate")
+    if mr:
+        rows.append({"source": f"this machine, max-rate ({mr['provenance']['library']}): "
+                               f"alpha, 1/R_b; R_N {mr['R_N'] / 1e9:.3g} GB/s",
+                     "alpha": mr["alpha"], "beta": 1 / mr["R_b"], "gamma": mr["gamma"],
+                     "r2": math.nan, "n": math.nan})
+    rows.append({"source": "Castelló et al. (ALTEC, InfiniBand EDR)", **CASTELLO,
+                 "r2": math.nan, "n": math.nan})
+    rows.append({"source": "SUARA Table 4 (Shaheen-II, rs)", "alpha": models.PAPER_ALPHA_RS,
+                 "beta": models.PAPER_BETA_RS, "gamma": models.PAPER_GAMMA, "r2": math.nan,
+                 "n": math.nan})
+    return pd.DataFrame(rows)
+
+
+def write_params_table(t: pd.DataFrame, base) -> list[Path]:
+    header = ["source", "alpha", "beta [s/B]", "1/beta [GB/s]", "gamma [s/B]", "1/gamma [GB/s]",
+              "R^2", "n"]
+    rows = [[r.source, tables.format_time(r.alpha)[0], f"{r.beta:.3g}",
+             f"{1 / r.beta / 1e9:.3g}" if r.beta > 0 else "inf", f"{r.gamma:.3g}",
+             f"{1 / r.gamma / 1e9:.3g}" if r.gamma > 0 else "inf",
+             "" if not np.isfinite(r.r2) else f"{r.r2:.4f}",
+             "" if not np.isfinite(r.n) else str(int(r.n))] for r in t.itertuples(index=False)]
+    cap = ("Network parameters: Hockney alpha, beta from one-pair ping-pong (least squares "
+           "weighted by 1/time), gamma from local reductions, beside Castelló et al.'s "
+           "(gamma = 8e9 FP32 flop/s as 4 B per flop) and SUARA Table 4's.")
+    return _write(header, rows, t, Path(base), cap)
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def _grid(lo, hi, per_octave=4):
+    lo, hi = max(1.0, float(lo)), max(float(lo), float(hi))
+    k = np.arange(math.floor(math.log2(lo) * per_octave), math.ceil(math.log2(hi) * per_octave) + 1)
+    return 2.0 ** (k / per_octave)
+
+
+def _size_axis(ax, lo, hi, label="message size (bytes per process)"):
+    ax.set_xscale("log", base=2)
+    ticks = [2.0 ** k for k in range(int(math.floor(math.log2(max(lo, 1)))),
+                                      int(math.ceil(math.log2(hi))) + 1)]
+    step = max(1, len(ticks) // 7)
+    ticks = ticks[::step]
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([tables.format_size(v) for v in ticks], rotation=45)
+    ax.set_xlabel(label)
+
+
+def fig2(meas: pd.DataFrame, doc: dict, path) -> list[Path]:
+    if not len(meas):
+        return style.placeholder(path, "Castelló et al., Fig. 2",
+                                 "no measured native allreduce of RDB, RSA, LIN, RNG or SRG")
+    style.setup()
+    libs = sorted(meas["library"].unique(), key=style.library_sort_key)
+    procs = sorted(meas["procs"].unique())
+    fig = Figure(figsize=(3.4 * len(procs) + 1.6, 2.9 * len(libs)), layout="constrained")
+    axs = np.atleast_2d(fig.subplots(len(libs), len(procs), squeeze=False))
+    handles = {}
+    for i, lib in enumerate(libs):
+        pp, src = _pingpong_for(doc, lib)
+        g = pp.get("gamma") or doc["gamma"]
+        seg = _segment_size(lib)
+        for j, P in enumerate(procs):
+            ax = axs[i, j]
+            d = meas[(meas["library"] == lib) & (meas["procs"] == P)]
+            lo, hi = meas["size"].min(), meas["size"].max()
+            xs = _grid(lo, hi)
+            for alg in ALGORITHMS:
+                if alg not in NATIVE.get(lib, {}):
+                    continue
+                nat = NATIVE[lib][alg]
+                c = style.color(nat)
+                h, = ax.plot(xs, [_mibs(x, variants(alg, P, x, pp["alpha"], pp["beta"], g, seg)["THEO"])
+                                  for x in xs], ls="--", lw=0.9, color=c)
+                handles.setdefault(f"{alg}-T", h)
+                dd = d[d["alg"] == alg].sort_values("size")
+                if len(dd):
+                    h, = ax.plot(dd["size"], tables.mibs(dd["size"], dd["mean"]), ls="-",
+                                 marker=style.marker(nat), color=c)
+                    handles.setdefault(alg, h)
+            _size_axis(ax, lo, hi)
+            ax.set_yscale("log")
+            ax.set_title(f"{style.library_title(lib)}, P = {P} (model: ping-pong {src})")
+            if j == 0:
+                ax.set_ylabel("MiB/s (size / time)")
+    order = [k for a in ALGORITHMS for k in (a, f"{a}-T") if k in handles]
+    fig.legend([handles[k] for k in order], order, loc="outside right center")
+    fig.suptitle("Castelló et al., Fig. 2: Table 1 models with ping-pong parameters (-T, dashed) "
+                 "against measured allreduce")
+    return style.save(fig, path)
+
+
+VARIANT_STYLE = {"THEO": ("k", "--", None), "REAL": ("#d62728", "-", "o"),
+                 "OVL": ("#1f77b4", ":", None), "NOVL": ("#2ca02c", "-.", None)}
+
+
+def fig3(meas: pd.DataFrame, doc: dict, path) -> list[Path]:
+    algs = ("RSA", "RNG")
+    libs = [l for l in sorted(meas["library"].unique(), key=lambda l: (l != "openmpi", l))
+            if set(meas[meas["library"] == l]["alg"]) & set(algs)] if len(meas) else []
+    if not libs:
+        return style.placeholder(path, "Castelló et al., Fig. 3",
+                                 "no measured native allreduce of RSA or RNG")
+    lib = libs[0]
+    d = meas[meas["library"] == lib]
+    procs = sorted(d["procs"].unique())
+    pp, src = _pingpong_for(doc, lib)
+    g = pp.get("gamma") or doc["gamma"]
+    style.setup()
+    fig = Figure(figsize=(7.4, 2.7 * len(procs)), layout="constrained")
+    axs = fig.subplots(len(procs), 2, squeeze=False)
+    lo, hi = d["size"].min(), d["size"].max()
+    xs = _grid(lo, hi)
+    for i, P in enumerate(procs):
+        for j, alg in enumerate(algs):
+            ax = axs[i, j]
+            for name in ("THEO", "OVL", "NOVL"):
+                c, ls, _ = VARIANT_STYLE[name]
+                ax.plot(xs, [_mibs(x, variants(alg, P, x, pp["alpha"], pp["beta"], g)[name])
+                             for x in xs], color=c, ls=ls, label=name)
+            dd = d[(d["procs"] == P) & (d["alg"] == alg)].sort_values("size")
+            c, ls, mk = VARIANT_STYLE["REAL"]
+            if len(dd):
+                ax.plot(dd["size"], tables.mibs(dd["size"], dd["mean"]), color=c, ls=ls,
+                        marker=mk, label="REAL")
+            else:
+                ax.text(0.5, 0.5, "not measured", transform=ax.transAxes, ha="center", color="0.4")
+            _size_axis(ax, lo, hi)
+            ax.set_yscale("log")
+            ax.set_title(f"{alg} ({NATIVE[lib].get(alg, '?').split(':')[-1]}), P = {P}")
+            if j == 0:
+                ax.set_ylabel("MiB/s (size / time)")
+            if i == 0 and j == 0:
+                ax.legend(loc="best")
+    fig.suptitle(f"Castelló et al., Fig. 3: theory (THEO), overlapped (OVL: L + max(B, A)), "
+                 f"not overlapped (NOVL: 2L + 2B + A)\nand measured (REAL), "
+                 f"{style.library_title(lib)}, parameters: ping-pong {src}")
+    return style.save(fig, path)
+
+
+LEVEL_STYLE = {"socket": ("#1f77b4", "o"), "node": ("#2ca02c", "s"), "network": ("#d62728", "^")}
+
+
+def fig5(df: pd.DataFrame, doc: dict, path, ppns=(1, 2, 4, 8, 16)) -> list[Path]:
+    """Bienz et al., Fig. 5: modelled cost of one message vs size per level, with the measured
+    ping-pong points (one pair per level; k pairs at the network level as ppn = k)."""
+    if "maxrate" not in doc:
+        return style.placeholder(path, "Bienz et al., Fig. 5",
+                                 "no max-rate parameters: the campaign has no ping-pong cells")
+    mr = maxrate.MaxRateParams.from_dict(doc)
+    prov = doc["maxrate"].get("provenance", {})
+    lib = prov.get("library")
+    levels = prov.get("levels", {})
+    pp = netparams.pingpong_rows(df)
+    pp = pp[pp["library"] == lib] if lib else pp
+    lo = float(pp["size"].min()) if len(pp) else 8.0
+    hi = float(pp["size"].max()) if len(pp) else 2.0**26
+    xs = _grid(lo, hi)
+    style.setup()
+    fig = Figure(figsize=(7.0, 4.2), layout="constrained")
+    ax = fig.subplots()
+    fb = prov.get("fallbacks", {})
+    for lv in ("socket", "node"):
+        f = levels.get(lv)
+        c, mk = LEVEL_STYLE[lv]
+        if f and "error" not in f:
+            ax.plot(xs, [f["alpha"] + f["beta"] * x for x in xs], color=c, label=f"{lv.capitalize()} (model)")
+    net_level = "network" if "network" in levels and "error" not in levels["network"] else None
+    reds = ["#fcbba1", "#fc9272", "#fb6a4a", "#de2d26", "#a50f15", "#67000d"]
+    for i, k in enumerate(ppns):
+        ax.plot(xs, [mr.alpha + maxrate.injection_time(x, k, mr) for x in xs],
+                color=reds[min(i + 1, len(reds) - 1)], ls="--" if net_level is None else "-",
+                label=f"Network, ppn {k} (model{'' if net_level else ': from ' + _net_from(fb)})")
+    for lv in LEVELS_ORDER:
+        d = pp[(pp["level"] == lv) & (pp["pairs"] == 1)]
+        if len(d):
+            c, mk = LEVEL_STYLE[lv]
+            ax.plot(d["size"], d["mean"], ls="none", marker=mk, mfc="none", color=c,
+                    label=f"{lv.capitalize()} ping-pong, 1 pair")
+        dk = pp[(pp["level"] == lv) & (pp["pairs"] > 1)]
+        for k, g in dk.groupby("pairs"):
+            ax.plot(g["size"], g["mean"], ls="none", marker="x", ms=4,
+                    color=LEVEL_STYLE[lv][0], alpha=0.5 + 0.5 * min(k, 8) / 8,
+                    label=f"{lv.capitalize()} ping-pong, {k} pairs")
+    _size_axis(ax, lo, hi, "message size")
+    ax.set_yscale("log")
+    ax.set_ylabel("time of one message (s)")
+    ax.legend(loc="upper left", fontsize=6.5, ncol=2)
+    fig.suptitle(f"Bienz et al., Fig. 5: max-rate cost of one message ({style.library_title(lib or '')})\n"
+                 + ", ".join(f"{k}={getattr(mr, k):.3g}" for k in ("alpha_l", "beta_l", "alpha",
+                                                                    "R_b", "R_N")),
+                 fontsize=8.5)
+    return style.save(fig, path)
+
+
+LEVELS_ORDER = ("socket", "node", "network")
+
+
+def _net_from(fb: dict) -> str:
+    why = fb.get("alpha, R_b", "")
+    return why.split(":= ")[-1] if ":=" in why else "fallback"
+
+
+# --------------------------------------------------------------------------- all
+
+
+OUTPUT_TABLES = ("castello_models", "network_params")
+OUTPUT_FIGURES = ("castello_fig2", "castello_fig3", "maxrate_fig5")
+
+
+def make_all(summary_csv, tables_dir, figures_dir, params_json=None) -> list[Path]:
+    df = pd.read_csv(summary_csv)
+    doc = _params_doc(summary_csv, params_json)
+    meas = measured(df)
+    written: list[Path] = []
+    t = model_table(meas if "pingpong" in doc else meas.iloc[0:0], doc)
+    written += write_model_table(t, Path(tables_dir) / "castello_models", doc)
+    written += write_params_table(params_table(doc), Path(tables_dir) / "network_params")
+    if "pingpong" in doc:
+        written += fig2(meas, doc, Path(figures_dir) / "castello_fig2")
+        written += fig3(meas, doc, Path(figures_dir) / "castello_fig3")
+    else:
+        for name in ("castello_fig2", "castello_fig3"):
+            written += style.placeholder(Path(figures_dir) / name, f"Castelló et al., {name[-4:]}",
+                                         "no ping-pong parameters: the campaign has no pingpong cells")
+    written += fig5(df, doc, Path(figures_dir) / "maxrate_fig5")
+    return written
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) not in (3, 4):
+        print("usage: python -m harness.report.castello_models SUMMARY_CSV TABLES_DIR FIGURES_DIR "
+              "[MODEL_PARAMS_JSON]", file=sys.stderr)
+        return 2
+    for p in make_all(*argv):
+        print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
