@@ -55,3 +55,41 @@ def execute_run(results_root, library, cells, settings=None, campaign="t", plugi
     outcome = runner.execute(store, spec, timeout=timeout)
     doc = results.read_json(store.run_doc(run.run_id))
     return outcome, doc, store
+
+
+# --- the local two-node Slurm of .ci/slurm (tests/test_slurm.py, tests/test_paper_configs.py)
+
+SNAKEMAKE = [str(Path(sys.executable).parent / "snakemake")]
+FAST_STOP = {"min_reps": 3, "max_reps": 6, "precision": 0.5, "warmup": 1, "time_budget": "20s"}
+SITE_VARS = ("HARNESS_SLURM_ACCOUNT", "HARNESS_SLURM_PARTITION", "HARNESS_SLURM_QOS")
+
+
+@pytest.fixture(scope="module")
+def local_slurm_cluster():
+    """Opt-in (HARNESS_SLURM_TESTS=1, as CI sets it): bring the local Slurm up with
+    `bash .ci/slurm/up.sh` (Debian packages, root) and fail if that fails; skip otherwise."""
+    if os.environ.get("HARNESS_SLURM_TESTS") != "1":
+        pytest.skip("real Slurm tests are opt-in: set HARNESS_SLURM_TESTS=1 to run them (they "
+                    "install and start a local two-node Slurm with .ci/slurm/up.sh, as root)")
+    try:
+        up = subprocess.run(["bash", str(REPO / ".ci" / "slurm" / "up.sh")], cwd=REPO,
+                            capture_output=True, text=True, timeout=900)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f".ci/slurm/up.sh did not finish in {exc.timeout} s", pytrace=False)
+    if up.returncode != 0:
+        pytest.fail(f".ci/slurm/up.sh failed ({up.returncode}):\n{up.stdout[-3000:]}\n"
+                    f"{up.stderr[-3000:]}", pytrace=False)
+
+
+def snakemake_slurm(base, cfg, *extra, site=None, timeout=600):
+    """`snakemake --profile slurm` from the repository root (where ./slurm names the profile),
+    with the work directory, results and figures under ``base``."""
+    env = {k: v for k, v in os.environ.items() if k not in SITE_VARS}
+    env.update(site or {})
+    env["HARNESS_RESULTS"] = str(base / "results")
+    env["HARNESS_FIGURES"] = str(base / "figures")
+    return subprocess.run(
+        SNAKEMAKE + ["--profile", "slurm", "--snakefile", str(REPO / "Snakefile"),
+                     "--directory", str(base / "work"), "--configfile", str(cfg),
+                     "--slurm-init-seconds-before-status-checks", "2", *extra],
+        env=env, capture_output=True, text=True, timeout=timeout, cwd=REPO)

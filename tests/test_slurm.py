@@ -16,26 +16,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO
-
-SNAKEMAKE = [str(Path(sys.executable).parent / "snakemake")]
-FAST_STOP = {"min_reps": 3, "max_reps": 6, "precision": 0.5, "warmup": 1, "time_budget": "20s"}
-SITE_VARS = ("HARNESS_SLURM_ACCOUNT", "HARNESS_SLURM_PARTITION", "HARNESS_SLURM_QOS")
+from conftest import FAST_STOP, REPO, SITE_VARS, SNAKEMAKE, snakemake_slurm  # noqa: F401
 
 
 @pytest.fixture(scope="module", autouse=True)
-def local_slurm():
-    if os.environ.get("HARNESS_SLURM_TESTS") != "1":
-        pytest.skip("real Slurm tests are opt-in: set HARNESS_SLURM_TESTS=1 to run them (they "
-                    "install and start a local two-node Slurm with .ci/slurm/up.sh, as root)")
-    try:
-        up = subprocess.run(["bash", str(REPO / ".ci" / "slurm" / "up.sh")], cwd=REPO,
-                            capture_output=True, text=True, timeout=900)
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f".ci/slurm/up.sh did not finish in {exc.timeout} s", pytrace=False)
-    if up.returncode != 0:
-        pytest.fail(f".ci/slurm/up.sh failed ({up.returncode}):\n{up.stdout[-3000:]}\n"
-                    f"{up.stderr[-3000:]}", pytrace=False)
+def local_slurm(local_slurm_cluster):
+    """Every test here runs on the local Slurm (conftest.local_slurm_cluster: opt-in)."""
 
 
 def write_config(base, campaign="sl"):
@@ -48,20 +34,6 @@ def write_config(base, campaign="sl"):
     path = base / "config.yaml"
     path.write_text(yaml.safe_dump(doc))
     return path
-
-
-def snakemake_slurm(base, cfg, *extra, site=None, timeout=600):
-    """`snakemake --profile slurm` from the repository root (where ./slurm names the profile),
-    with the work directory, results and figures under ``base``."""
-    env = {k: v for k, v in os.environ.items() if k not in SITE_VARS}
-    env.update(site or {})
-    env["HARNESS_RESULTS"] = str(base / "results")
-    env["HARNESS_FIGURES"] = str(base / "figures")
-    return subprocess.run(
-        SNAKEMAKE + ["--profile", "slurm", "--snakefile", str(REPO / "Snakefile"),
-                     "--directory", str(base / "work"), "--configfile", str(cfg),
-                     "--slurm-init-seconds-before-status-checks", "2", *extra],
-        env=env, capture_output=True, text=True, timeout=timeout, cwd=REPO)
 
 
 def run_uuid(log):
