@@ -68,9 +68,15 @@ class _Cell:
         # a workload cell replays one training iteration's calls, each on its slice
         self.calls = (self._workload_calls(MPI, mpitype) if workload.is_workload(cell.params)
                       else None)
+        # an algorithm with its own timed body and verification (ping-pong, local reduction:
+        # harness/algorithms/p2p_bench.py); its times count on body.rows, times body.scale
+        bench = getattr(self.fn, "bench", None)
+        self.body = bench(comm, cell, self.ctx, self.send, self.recv) if bench else None
+        self.rows, self.scale = ((self.body.rows, self.body.scale) if self.body
+                                 else (slice(None), 1.0))
         prepare = getattr(self.fn, "prepare", None)
-        if prepare and self.calls is None:  # set-up an algorithm makes once (SUARA2's
-            prepare(comm, self.send, self.recv, self.op, self.ctx)  # communicators), untimed
+        if prepare and self.calls is None and self.body is None:  # set-up an algorithm
+            prepare(comm, self.send, self.recv, self.op, self.ctx)  # makes once, untimed
         self.wtime = MPI.Wtime
         self.exch = np.zeros(6)
         self.every = np.zeros((self.procs, 6))
@@ -168,6 +174,8 @@ class _Cell:
         workload cell's iteration as its calls back to back."""
         if self.calls is not None:
             return self._iteration, ()
+        if self.body is not None:
+            return self.body.call, self.body.args
         if self.fn is native_allreduce:
             return self.comm.Allreduce, (self.ctx.sendspec, self.ctx.recvspec, self.op)
         return self.fn, (self.comm, self.send, self.recv, self.op, self.ctx)
@@ -179,7 +187,11 @@ class _Cell:
         call, args = self.call, self.args
         wait = self.base + delays[rank]
         late_start = 0.0
-        recv.fill(self.bad)
+        body = self.body
+        if body is None:
+            recv.fill(self.bad)
+        else:
+            body.before()
         comm.Barrier()
         comm.Barrier()
         if self.pap is not None:
@@ -195,7 +207,7 @@ class _Cell:
             a = wtime()
             call(*args)
             f = wtime()
-            ok = 1.0 if np.array_equal(recv, self.want) else 0.0
+            ok = 1.0 if (np.array_equal(recv, self.want) if body is None else body.check()) else 0.0
         except Exception as exc:  # e.g. MPICH refusing an inapplicable forced algorithm
             a = f = wtime()
             ok = -1.0
@@ -256,12 +268,15 @@ def imb_iterations(size: int) -> int:
     return max(1, min(1000, (40 * 2**20) // max(size, 1)))
 
 
-def _metric_value(metric: str, every: np.ndarray, common_clock: bool) -> float:
+def _metric_value(metric: str, every: np.ndarray, common_clock: bool, rows=slice(None),
+                  scale: float = 1.0) -> float:
+    every = every[rows]  # the ranks whose times count (all, or a body's, e.g. ping-pong senders)
     if metric == "span":
         if not common_clock:
             return float("nan")
-        return float((every[:, _F] + every[:, _OFF]).max() - (every[:, _A] + every[:, _OFF]).min())
-    e = every[:, _F] - every[:, _A]
+        return scale * float((every[:, _F] + every[:, _OFF]).max()
+                             - (every[:, _A] + every[:, _OFF]).min())
+    e = (every[:, _F] - every[:, _A]) * scale
     return float(e.mean() if metric == "mean" else e.max() if metric == "max" else e.min())
 
 
@@ -308,6 +323,8 @@ def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None,
             return entry, None
     m = _Cell(comm, cell, settings, seed, algorithm)
     procs = m.procs
+    if m.body is not None and imb:
+        raise ValueError(f"timing: {cell.algorithm} is timed per repetition, not 'imb'")
     budget = (settings.get("oversubscribed_time_budget") or None) if oversubscribed else None
     if imb:
         iterations = int(settings.get("imb_iterations") or imb_iterations(cell.size))
@@ -373,7 +390,7 @@ def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None,
                 value = float(x.mean() if metric == "mean" else x.max() if metric == "max"
                               else x.min() if metric == "min" else np.nan)
             else:
-                value = _metric_value(metric, every, m.common_clock)
+                value = _metric_value(metric, every, m.common_clock, m.rows, m.scale)
             running.add(value)
             status = running.decide(float(every[:, _T].max()), budget)
 
@@ -386,6 +403,8 @@ def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None,
         record = dict(record or {}, oversubscribed=True)
     if m.calls is not None:  # a workload cell: its calls, not one whole-buffer call
         record = dict(record or {}, **workload.record(cell.params, cell.dtype))
+    elif m.body is not None:  # not an allreduce: what the body recorded (e.g. the pair level)
+        record = dict(record or {}, **m.body.record)
     elif status in ("ok", "not-converged"):  # node layout + message counts: one untimed call
         from .counting import record_counts
 
@@ -401,10 +420,11 @@ def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None,
         series = {"mean": x.mean(axis=1), "max": x.max(axis=1), "min": x.min(axis=1),
                   "span": np.full(rep, np.nan)}
     else:
-        e = log[:, :, _F] - log[:, :, _A]
+        rows, scale = m.rows, m.scale
+        e = (log[:, rows, _F] - log[:, rows, _A]) * scale
         series = {"mean": e.mean(axis=1), "max": e.max(axis=1), "min": e.min(axis=1),
-                  "span": (finishes.max(axis=1) - arrivals.min(axis=1)) if m.common_clock
-                  else np.full(rep, np.nan)}
+                  "span": (finishes[:, rows].max(axis=1) - arrivals[:, rows].min(axis=1)) * scale
+                  if m.common_clock else np.full(rep, np.nan)}
     if status in ("ok", "not-converged"):
         summaries = {k: stats.summarize(series[k], rule.confidence) for k in METRICS}
         entry.update(stats=summaries[metric], all_stats=summaries)

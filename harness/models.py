@@ -765,7 +765,10 @@ def fit_campaign(summary_csv, library: str = "openmpi", source: str = "native",
                          f"fits need library 'openmpi', got {library!r}")
     from .dnn.workload import without
 
+    from .algorithms import p2p_bench
+
     df = without(pd.read_csv(summary_csv))  # workload rows time iterations, not calls
+    df = p2p_bench.without(df)  # ping-pong / local reduction rows: no allreduce to fit
     gamma_how = "given"
     if gamma is None:
         gamma, gamma_how = measure_gamma(), "measure_gamma (np.add on this machine)"

@@ -133,6 +133,8 @@ def expand(cfg) -> list[Run]:
     """Every cell of every experiment of ``cfg``, grouped into runs (one MPI launch each):
     same library, forcing environment, P and node count. A cell asked for by several
     experiments is measured once. Runs and their cells come in a stable order."""
+    from .algorithms import p2p_bench
+
     groups: dict[tuple, dict[str, Cell]] = {}
     for ex in cfg.experiments:
         delay_settings = []
@@ -165,6 +167,13 @@ def expand(cfg) -> list[Run]:
                                             f"{cfg.source}: experiments.{ex.name}.timing: 'imb' "
                                             f"times calls back to back and takes no delay mode "
                                             f"or compute phase, got delay {mode!r}")
+                                    try:  # ping-pong / local reduction parameters
+                                        p2p_bench.check(alg, params, procs, ex.timing, mode)
+                                    except ValueError as exc:
+                                        from .config import ConfigError
+                                        raise ConfigError(
+                                            f"{cfg.source}: experiments.{ex.name}: {exc}"
+                                        ) from None
                                     cell = Cell(libname, alg, procs, size, dtype, op, mode,
                                                 max_delay,
                                                 ex.late_rank if mode == "one-late" else 0,
@@ -220,6 +229,12 @@ def launch_env(lib, algorithm: str, params: tuple = ()) -> tuple:
                                              lib.name).items()))
     if algorithm.startswith("native:"):
         return tuple(sorted(lib.native(algorithm).env.items()))
+    from .algorithms import p2p_bench
+
+    try:  # a ping-pong / local reduction cell's parameters (P is checked at the launch)
+        p2p_bench.check(algorithm, params)
+    except ValueError as exc:
+        raise KeyError(str(exc)) from None
     p = dict(params)
     row, col = p.get("row"), p.get("col")
     if isinstance(row, str) and row == col and row.startswith("native:"):

@@ -8,6 +8,7 @@ import json
 
 from . import config as _config
 from . import paths, plan, results, runner
+from .algorithms import p2p_bench
 from .dnn import workload
 
 
@@ -60,7 +61,8 @@ class Campaign:
         for r in self.runs.values():
             for c in r.cells:
                 if (c.algorithm.startswith("native:") and c.delay == "none"
-                        and not workload.is_workload(c.params)):
+                        and not workload.is_workload(c.params)
+                        and not p2p_bench.is_bench(c.algorithm)):
                     algs.setdefault(r.library, set()).add(c.algorithm)
         return sorted(lib for lib, a in algs.items() if "native:auto" in a and len(a) > 1)
 

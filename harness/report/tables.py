@@ -53,7 +53,9 @@ def prepare(df: pd.DataFrame, workloads: bool = False) -> pd.DataFrame:
     """A clean copy of a summary: numeric columns numeric, missing context columns filled,
     status/algorithm as strings, and one row per cell (the newest, by ``finished``). Workload
     rows (a training iteration, ``harness.dnn.workload``) are left out unless ``workloads``."""
-    d = df.copy() if workloads else workload.without(df).copy()
+    from ..algorithms import p2p_bench  # ping-pong / local reduction rows time no allreduce
+
+    d = p2p_bench.without(df if workloads else workload.without(df)).copy()
     defaults = {"library_version": "", "nodes": 1, "dtype": "float64", "op": "sum",
                 "delay": "none", "max_delay": 0.0, "late_rank": 0, "metric": "mean",
                 "params": "{}", "status": "ok", "finished": "", "error": ""}
