@@ -1,0 +1,199 @@
+"""Network parameters from ping-pong and reduce_local rows (harness/netparams.py), the combined
+model_params.json, `harness fit` / `harness model nap --params`, and the Castelló / Bienz
+model reports (harness/report/castello_models.py)."""
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from conftest import harness
+from harness import maxrate, models, netparams
+from harness.report import castello_models as cm
+from harness.results import SUMMARY_COLUMNS
+
+# exact parameters the synthetic rows are generated from
+LEVEL = {"socket": (0.3e-6, 4e-11), "node": (0.9e-6, 9e-11), "network": (2.5e-6, 1.6e-10)}
+GAMMA = 1.25e-10
+SIZES = [8 * 4 ** i for i in range(12)]  # 8 B .. 32 MiB
+BASE = dict(status="ok", dtype="float32", op="sum", delay="none", max_delay=0.0,
+            oversubscribed=False, library_version="x", nodes=1, late_rank=0, metric="mean",
+            finished="2026-01-01", n=10)
+
+
+def slowdown(k):
+    """k concurrent pairs share the injection bandwidth: the byte term grows with k."""
+    return 1.0 if k == 1 else 0.6 * k
+
+
+def pingpong(library, levels=LEVEL, pairs=(1,), sizes=SIZES):
+    rows = []
+    for level, (a, b) in levels.items():
+        for k in pairs:
+            for s in sizes:
+                rows.append(dict(BASE, library=library, algorithm="pingpong", procs=2 * k, size=s,
+                                 mean=a + b * slowdown(k) * s, params=json.dumps({"pairs": k}),
+                                 record=json.dumps({"level": level, "pairs": k})))
+    return rows
+
+
+def reduce_local(library, gamma=GAMMA):
+    return [dict(BASE, library=library, algorithm="reduce_local", procs=1, size=s,
+                 mean=3e-6 + gamma * s, params="{}", record="{}")
+            for s in [65536 * 2 ** i for i in range(11)]]
+
+
+def write(rows, path):
+    df = pd.DataFrame(rows)
+    df["ci_low"], df["ci_high"] = df["mean"] * 0.99, df["mean"] * 1.01
+    df.reindex(columns=SUMMARY_COLUMNS).to_csv(path, index=False)
+    return path
+
+
+def test_fit_recovers_exact_parameters(tmp_path):
+    rows = pingpong("openmpi", pairs=(1, 2, 4)) + reduce_local("openmpi")
+    rows += pingpong("mpich", levels={"node": (1.1e-6, 1e-10)})
+    doc = netparams.fit_file(write(rows, tmp_path / "s.csv"), campaign="syn")
+    pp = doc["pingpong"]["openmpi"]
+    a, b = LEVEL["network"]
+    assert pp["level"] == "network" and pp["n"] == len(SIZES)
+    assert pp["alpha"] == pytest.approx(a, rel=1e-6) and pp["beta"] == pytest.approx(b, rel=1e-6)
+    assert pp["r2"] == pytest.approx(1.0) and pp["sizes"] == [8, SIZES[-1]]
+    assert pp["gamma"] == pytest.approx(GAMMA, rel=1e-6)
+    assert doc["pingpong"]["mpich"]["alpha"] == pytest.approx(1.1e-6, rel=1e-6)
+    assert doc["pingpong"]["mpich"]["level"] == "node"
+    mr = doc["maxrate"]
+    assert mr["alpha_l"] == pytest.approx(LEVEL["node"][0], rel=1e-6)  # node beats socket
+    assert mr["beta_l"] == pytest.approx(LEVEL["node"][1], rel=1e-6)
+    assert mr["alpha"] == pytest.approx(a, rel=1e-6) and mr["R_b"] == pytest.approx(1 / b, rel=1e-6)
+    # R_N: the largest k*size/time over k and sizes (4 pairs, largest size here)
+    s = SIZES[-1]
+    assert mr["R_N"] == pytest.approx(4 * s / (a + b * slowdown(4) * s), rel=1e-9)
+    assert mr["gamma"] == pytest.approx(GAMMA, rel=1e-6)
+    assert mr["provenance"]["fallbacks"] == {} and mr["provenance"]["library"] == "openmpi"
+    # no native cells: every Table 1 algorithm gets the ping-pong pair, and says so
+    assert set(doc["ab"]) == set(models.ALL6)
+    assert doc["ab"]["rs"]["alpha"] == pytest.approx(a, rel=1e-6)
+    assert "ping-pong (alpha, beta) pair" in doc["provenance"]["assumed"]
+    assert doc["gamma"] == pytest.approx(GAMMA, rel=1e-6)
+
+
+def test_relative_weighting_fixes_alpha_where_plain_least_squares_does_not():
+    a, b = 1e-6, 1e-10
+    sizes = [8 * 4 ** i for i in range(13)]
+    times = [(a + b * s) * (1.03 if i % 2 else 0.97) for i, s in enumerate(sizes)]  # 3% noise
+    w = netparams.fit_hockney(sizes, times)
+    plain = netparams.fit_hockney(sizes, times, weighting="none")
+    assert w["alpha"] == pytest.approx(a, rel=0.1) and w["beta"] == pytest.approx(b, rel=0.05)
+    assert abs(plain["alpha"] - a) > 0.5 * a  # the 32 MiB messages decide plain alpha
+    with pytest.raises(netparams.FitError, match="two distinct sizes"):
+        netparams.fit_hockney([64, 64], [1e-6, 1e-6])
+
+
+def test_missing_levels_fall_back_with_provenance(tmp_path):
+    rows = pingpong("openmpi", levels={"socket": LEVEL["socket"]}) + reduce_local("openmpi")
+    doc = netparams.fit_file(write(rows, tmp_path / "s.csv"))
+    mr, prov = doc["maxrate"], doc["maxrate"]["provenance"]
+    a, b = LEVEL["socket"]
+    assert mr["alpha_l"] == pytest.approx(a, rel=1e-6) and mr["alpha"] == pytest.approx(a, rel=1e-6)
+    assert mr["R_b"] == pytest.approx(1 / b, rel=1e-6)
+    fb = prov["fallbacks"]
+    assert fb["alpha_l, beta_l"] == "node not measured: alpha_l, beta_l := socket level"
+    assert fb["alpha, R_b"] == "network not measured: alpha, R_b := socket level"
+    assert "only one pair measured" in fb["R_N"]
+    assert mr["R_N"] == pytest.approx(max(s / (a + b * s) for s in SIZES), rel=1e-9)
+
+
+def test_combined_file_is_read_by_params_and_maxrate(tmp_path):
+    rows = pingpong("openmpi", pairs=(1, 2)) + reduce_local("openmpi")
+    out = tmp_path / "model_params.json"
+    netparams.write(write(rows, tmp_path / "s.csv"), out, campaign="syn")
+    doc = json.loads(out.read_text())
+    p = models.Params.from_dict(doc)
+    assert p.alpha("rab") == pytest.approx(LEVEL["network"][0], rel=1e-6)
+    assert p.gamma == pytest.approx(GAMMA, rel=1e-6)
+    mr = maxrate.MaxRateParams.from_dict(doc)
+    assert mr == netparams.load_maxrate(out)
+    assert mr.alpha_l == pytest.approx(LEVEL["node"][0], rel=1e-6)
+    # a Hockney-only file (no ping-pong) names what is missing
+    with pytest.raises(ValueError, match="no 'maxrate' section"):
+        maxrate.MaxRateParams.from_dict(models.Params.paper().to_dict())
+    with pytest.raises(ValueError, match="'ab' and 'gamma'"):
+        models.Params.from_dict({"alpha_l": 1e-6})
+
+
+def test_fit_cli_refuses_a_campaign_without_either_kind(results_root, tmp_path):
+    camp = results_root / "none"
+    camp.mkdir(parents=True)
+    rows = [dict(BASE, library="openmpi", algorithm="ring", procs=4, size=1024, mean=1e-5,
+                 params="{}", record="{}")]
+    write(rows, camp / "summary.csv")
+    out = harness("fit", "none")
+    assert out.returncode == 1
+    assert "neither native allreduce cells nor ping-pong cells (algorithms: ring)" in out.stderr
+    assert not (camp / "model_params.json").exists()
+
+
+def test_fit_cli_then_model_nap_uses_the_fitted_values(results_root, tmp_path):
+    camp = results_root / "pp"
+    camp.mkdir(parents=True)
+    write(pingpong("openmpi", pairs=(1, 2)) + reduce_local("openmpi"), camp / "summary.csv")
+    out = harness("fit", "pp")
+    assert out.returncode == 0, out.stderr
+    assert "ping-pong openmpi  level network alpha" in out.stdout and "max-rate (openmpi)" in out.stdout
+    f = camp / "model_params.json"
+    mr = netparams.load_maxrate(f)
+    out = harness("model", "nap", "--params", f, "--procs", "16", "--ppn", "4", "--size", "1MiB")
+    assert out.returncode == 0, out.stderr
+    want = maxrate.cost("nap", 4, 4, 2**20, mr).total
+    from harness.units import format_time
+    assert f"predicted   {format_time(want)}" in out.stdout
+    assert f"alpha={mr.alpha:g} s" in out.stdout and f"R_N={mr.R_N:g} B/s" in out.stdout
+    # the defaults give another number
+    assert format_time(maxrate.cost("nap", 4, 4, 2**20, maxrate.MaxRateParams.defaults()).total) != format_time(want)
+    out = harness("model", "suara2", "--params", f, "--procs", "16", "--size", "1MiB")
+    assert out.returncode == 0, out.stderr
+
+
+def test_table1_in_bytes_and_overlap_variants():
+    a, b, g, m, p = 2e-6, 1e-10, 5e-11, 2**20, 4
+    L, B, A = cm.parts("RNG", p, m, a, b, g)
+    assert (L, B, A) == pytest.approx((6 * a, 2 * m * 0.75 * b, m * 0.75 * g))
+    L, B, A = cm.parts("SRG", p, m, a, b, g, segment=65536)  # s = 16 segments
+    assert (L, B, A) == pytest.approx(((8 + 16 - 3) * a, ((4 + 16 - 2) * m / 16 + 3 * m / 4) * b,
+                                       (4 + 16 - 2) * m / 16 * g))
+    for alg in cm.ALGORITHMS:
+        v = cm.variants(alg, 8, m, a, b, g)
+        assert v["OVL"] <= v["THEO"] <= v["NOVL"]
+        L, B, A = cm.parts(alg, 8, m, a, b, g)
+        assert v["NOVL"] == pytest.approx(2 * L + 2 * B + A) and v["OVL"] == pytest.approx(L + max(B, A))
+
+
+def test_reports_written(tmp_path):
+    rows = pingpong("openmpi", pairs=(1, 2)) + reduce_local("openmpi")
+    for P in (2, 4):
+        for alg, nat in cm.NATIVE["openmpi"].items():
+            for s in (4096, 2**20, 2**24):
+                rows.append(dict(BASE, library="openmpi", algorithm=nat, procs=P, size=s,
+                                 mean=2 * cm.variants(alg, P, s, *LEVEL["network"], GAMMA)["THEO"],
+                                 params="{}", record="{}"))
+    summary = write(rows, tmp_path / "summary.csv")
+    written = cm.make_all(summary, tmp_path / "tables", tmp_path / "fig")
+    names = {p.name for p in written}
+    for n in ("castello_models", "network_params"):
+        assert {f"{n}.md", f"{n}.tex", f"{n}.csv"} <= names
+    for n in ("castello_fig2", "castello_fig3", "maxrate_fig5"):
+        assert {f"{n}.png", f"{n}.pdf"} <= names
+        assert (tmp_path / "fig" / f"{n}.png").stat().st_size > 10_000
+    t = pd.read_csv(tmp_path / "tables" / "castello_models.csv")
+    assert len(t) == 2 * 5 * 3
+    assert t["real_over_theo"].to_numpy() == pytest.approx(0.5)  # measured = 2 x THEO
+    params = (tmp_path / "tables" / "network_params.md").read_text()
+    assert "Castelló et al." in params and "SUARA Table 4" in params and "2.50 µs" in params
+    # a parameter file without ping-pong makes placeholders for Figs. 2-3, not a crash
+    pf = tmp_path / "hockney.json"
+    pf.write_text(json.dumps(models.Params.paper().to_dict()))
+    written = cm.make_all(summary, tmp_path / "t2", tmp_path / "f2", params_json=pf)
+    assert (tmp_path / "f2" / "castello_fig2.png").exists()
+    assert len(pd.read_csv(tmp_path / "t2" / "castello_models.csv")) == 0
