@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +49,18 @@ COLORS = {"recursive_doubling": style.color("recursive_doubling"),
           "smp": style.color("native:smp"), "nap": "#e6550d"}
 MARKERS = {"recursive_doubling": "o", "smp": "s", "nap": "^"}
 TIMED = ("ok", "not-converged")
+
+# The libraries' own MPI_Allreduce beside them (Bienz et al., Figs. 16-17: NAP against MPICH's
+# SMP, "MPI"): MPICH's forced SMP and each library's AUTO. They run on the REAL node layout
+# (the ranks' hosts), never on the emulated one, so they are drawn hollow and dashed; series
+# key "<algorithm>@<library>"
+NATIVE = ("native:smp", "native:auto")
+NATIVE_STYLE = {  # (colour, marker, line style)
+    "native:smp@mpich": (style.color("native:smp"), "s", "--"),
+    "native:auto@mpich": ("#000000", "D", ":"),
+    "native:auto@openmpi": ("#555555", "v", ":"),
+    "native:auto@impi": ("#999999", "P", ":"),
+}
 
 
 def _json(text) -> dict:
@@ -69,9 +82,13 @@ def _from_params(params: dict, procs) -> dict:
         return {}
 
 
+def _read(summary) -> pd.DataFrame:
+    return summary.copy() if isinstance(summary, pd.DataFrame) else pd.read_csv(summary)
+
+
 def load(summary_csv) -> pd.DataFrame:
     """The node-aware rows of a summary, with ``ppn``, ``n_nodes`` and the counts as columns."""
-    d = pd.read_csv(summary_csv)
+    d = _read(summary_csv)
     d = d[d["algorithm"].isin(ALGORITHMS)].copy()
     rec = d["record"].map(_json) if "record" in d else pd.Series([{}] * len(d), index=d.index)
     # a cell that never finished has no record: its layout and ppn come from its parameters
@@ -97,6 +114,79 @@ def load(summary_csv) -> pd.DataFrame:
     if "finished" in d:
         d = d.sort_values("finished")
     return d.drop_duplicates(["algorithm", "ppn", "procs", "size"], keep="last").reset_index(drop=True)
+
+
+def _no_workload(d: pd.DataFrame) -> pd.DataFrame:
+    if "params" not in d:
+        return d
+    return d[~d["params"].map(lambda t: "workload" in _json(t))]
+
+
+def load_native(summary_csv, like: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The libraries' own allreduce beside RD/SMP/NAP: ``native:smp`` (MPICH's SMP) and every
+    library's ``native:auto``, at the dtype, op and delay of the harness rows ``like`` (their
+    most frequent ones when ``like`` is empty), single calls timed per call. Columns as in
+    ``load`` plus ``series`` (``<algorithm>@<library>``); ``n_nodes`` is the run's node count
+    (1 on one machine) and ``ppn`` P / nodes: the REAL layout the library sees."""
+    d = _no_workload(_read(summary_csv))
+    d = d[d["algorithm"].isin(NATIVE)].copy()
+    if "timing" in d:
+        d = d[d["timing"].fillna("percall") == "percall"]
+    if d.empty:
+        return d.assign(series=pd.Series(dtype=object), ppn=pd.Series(dtype=float),
+                        n_nodes=pd.Series(dtype=float), layout=pd.Series(dtype=object))
+    for col in ("procs", "size", "mean", "ci_low", "ci_high"):
+        d[col] = pd.to_numeric(d[col], errors="coerce")
+    for col in ("dtype", "op", "delay"):
+        if col in d:
+            ref = like[col] if like is not None and len(like) and col in like else d[col]
+            d = d[d[col] == ref.mode().iloc[0]]
+    nodes = pd.to_numeric(d["nodes"], errors="coerce") if "nodes" in d else None
+    d["n_nodes"] = nodes.fillna(1) if nodes is not None else 1
+    d["ppn"] = d["procs"] / d["n_nodes"]
+    d["layout"] = "real"
+    d["series"] = d["algorithm"] + "@" + d["library"]
+    if "finished" in d:
+        d = d.sort_values("finished")
+    d = d.drop_duplicates(["series", "procs", "n_nodes", "size"], keep="last")
+    order = {k: i for i, k in enumerate(NATIVE_STYLE)}
+    d["_order"] = d["series"].map(lambda k: order.get(k, len(order)))
+    return d.sort_values(["_order", "procs", "size"]).drop(columns="_order").reset_index(drop=True)
+
+
+def native_label(series: str) -> str:
+    """``MPICH SMP (native)`` for ``native:smp@mpich``; ``AUTO Open MPI`` for AUTO."""
+    alg, lib = series.split("@", 1)
+    if alg == "native:auto":
+        return f"AUTO {style.library_title(lib)}"
+    return f"{style.library_title(lib)} {style.short(alg)} (native)"
+
+
+def _native_style(series: str):
+    if series in NATIVE_STYLE:
+        return NATIVE_STYLE[series]
+    alg = series.split("@", 1)[0]
+    return style.color(alg), style.marker(alg), ":"
+
+
+def _native_for(nat: pd.DataFrame, harness_layout: str | None, ppn) -> pd.DataFrame:
+    """The native rows drawn beside one ppn column: on a real layout those whose real
+    processes per node are that ppn (comparable); on an emulated one all of them (one node
+    here: not comparable, said on the figure)."""
+    if nat is None or nat.empty:
+        return nat if nat is not None else pd.DataFrame()
+    if harness_layout == "real" and ppn is not None:
+        return nat[np.isclose(nat["ppn"], float(ppn))]
+    return nat
+
+
+def _real_note(nat: pd.DataFrame) -> str:
+    n = sorted({int(v) for v in nat["n_nodes"].dropna()}) if len(nat) else []
+    nodes = ", ".join(map(str, n)) or "1"
+    here = "all ranks on this one host" if n == [1] else "the run's Slurm nodes"
+    return (f"native = the library's MPI_Allreduce on the real layout ({nodes} node"
+            f"{'s' if n != [1] else ''}: {here}); RD/SMP/NAP on emulated nodes of ppn ranks "
+            f"— not comparable (use layout: real on a multi-node Slurm)")
 
 
 def _timed(d: pd.DataFrame) -> pd.DataFrame:
@@ -156,10 +246,51 @@ def _ceil_log(n, base) -> float:
     return k
 
 
-def times_table(d: pd.DataFrame) -> pd.DataFrame:
+def times_table(d: pd.DataFrame, nat: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per ppn, P, node count and size: RD, SMP and NAP (mean, CI, status) and NAP's speedups;
+    with native rows ``nat`` (``load_native``) also ``<series>_mean`` / ``_ci_low`` /
+    ``_ci_high`` / ``_status`` per native series, ``native_nodes`` (the node count the
+    library saw) and ``speedup_vs_native_smp`` (MPICH's SMP / NAP) where the two ran on the
+    same real layout (``comparable``), else empty."""
     if d.empty:
         return pd.DataFrame(columns=["ppn", "procs", "n_nodes", "size"])
-    return _pivot(d, ["ppn", "procs", "n_nodes", "size"]).sort_values(["ppn", "procs", "size"])
+    keys = ["ppn", "procs", "n_nodes", "size"]
+    out = _pivot(d, keys)
+    layouts = d.groupby(["ppn", "procs"])["layout"].agg(lambda v: "/".join(sorted(set(map(str, v)))))
+    out["layout"] = [layouts.get((p, n), "") for p, n in zip(out["ppn"], out["procs"])]
+    if nat is not None and len(nat):
+        out["native_nodes"] = np.nan
+        out["comparable"] = False
+        for series, g in nat.groupby("series", sort=False):
+            cols = {f"{series}_{v}": [] for v in ("mean", "ci_low", "ci_high", "status")}
+            nodes_seen = []
+            for r in out.itertuples(index=False):
+                m = g[(g["procs"] == r.procs) & (g["size"] == r.size)]
+                if r.layout == "real":
+                    m = m[np.isclose(m["n_nodes"], float(r.n_nodes))]
+                row = m.iloc[-1] if len(m) else None
+                timed = row is not None and row["status"] in TIMED and math.isfinite(row["mean"])
+                for v in ("mean", "ci_low", "ci_high"):
+                    cols[f"{series}_{v}"].append(float(row[v]) if timed else np.nan)
+                cols[f"{series}_status"].append(row["status"] if row is not None else np.nan)
+                nodes_seen.append(float(row["n_nodes"]) if row is not None else np.nan)
+            for k, v in cols.items():
+                out[k] = v
+            out["native_nodes"] = out["native_nodes"].fillna(pd.Series(nodes_seen, index=out.index))
+        out["comparable"] = (out["layout"] == "real") & np.isclose(
+            out["native_nodes"].astype(float), out["n_nodes"].astype(float))
+        smp = "native:smp@mpich_mean"
+        out["speedup_vs_native_smp"] = (out[smp] / out["nap_mean"]).where(out["comparable"]) \
+            if smp in out else np.nan
+    return out.sort_values(["ppn", "procs", "size"]).reset_index(drop=True)
+
+
+def native_series(table: pd.DataFrame) -> list[str]:
+    """The native series present in a ``times_table``, in drawing order."""
+    found = [c[:-len("_mean")] for c in table.columns
+             if c.endswith("_mean") and c.startswith("native:")]
+    order = list(NATIVE_STYLE)
+    return sorted(found, key=lambda k: order.index(k) if k in order else len(order))
 
 
 # ------------------------------------------------------------------------------------ tables
@@ -202,8 +333,12 @@ def write_counts(table: pd.DataFrame, base: Path) -> list[Path]:
 
 
 def write_times(table: pd.DataFrame, base: Path) -> list[Path]:
-    header = ["ppn", "P", "nodes n", "size", "RD", "SMP", "NAP", "NAP speedup vs RD",
-              "NAP speedup vs SMP"]
+    nats = native_series(table)
+    header = (["ppn", "P", "nodes n", "size", "RD", "SMP", "NAP"]
+              + [native_label(k) for k in nats]
+              + (["native nodes"] if nats else [])
+              + ["NAP speedup vs RD", "NAP speedup vs SMP"]
+              + (["NAP speedup vs MPICH SMP"] if "native:smp@mpich" in nats else []))
 
     def t(v, status=None):
         if isinstance(v, float) and math.isfinite(v):
@@ -213,68 +348,144 @@ def write_times(table: pd.DataFrame, base: Path) -> list[Path]:
     def x(v):
         return f"{v:.2f}×" if isinstance(v, float) and math.isfinite(v) else ""
 
-    rows = [[_int(r.ppn), _int(r.procs), _int(r.n_nodes), tables.format_size(r.size),
-             t(r.recursive_doubling_mean, r.recursive_doubling_status), t(r.smp_mean, r.smp_status),
-             t(r.nap_mean, r.nap_status), x(r.speedup_vs_rd),
-             x(r.speedup_vs_smp)] for r in table.itertuples(index=False)]
+    rows = []
+    for r in table.to_dict("records"):
+        row = [_int(r["ppn"]), _int(r["procs"]), _int(r["n_nodes"]), tables.format_size(r["size"]),
+               t(r["recursive_doubling_mean"], r["recursive_doubling_status"]),
+               t(r["smp_mean"], r["smp_status"]), t(r["nap_mean"], r["nap_status"])]
+        row += [t(r[f"{k}_mean"], r[f"{k}_status"]) for k in nats]
+        if nats:
+            same = bool(r.get("comparable"))
+            row.append(f"{_int(r.get('native_nodes'))} (real{'' if same else ', not comparable'})"
+                       if _int(r.get("native_nodes")) else "")
+        row += [x(r["speedup_vs_rd"]), x(r["speedup_vs_smp"])]
+        if "native:smp@mpich" in nats:
+            row.append(x(r.get("speedup_vs_native_smp")))
+        rows.append(row)
     caption = ("Mean time per allreduce of RD, SMP and NAP and NAP's speedup (time of the other "
                "/ time of NAP), per processes per node, P and message size.")
+    if nats:
+        caption += (" Native columns: the library's own MPI_Allreduce (MPICH's SMP forced, each "
+                    "library's AUTO) on the real node layout ('native nodes'); where RD/SMP/NAP "
+                    "ran on emulated nodes the two are not comparable and no speedup over "
+                    "MPICH's SMP is given (Bienz et al., Figs. 16-17 compare them on real nodes).")
     return _write(table, header, rows, base, caption)
 
 
 # ----------------------------------------------------------------------------------- figures
 
-def _figure(d: pd.DataFrame, x: str, path, title: str) -> list[Path]:
-    """Columns per ppn: time vs ``x`` (top) and NAP's speedups (bottom)."""
+def _truthy(v) -> bool:
+    return str(v).strip().lower() in ("true", "1", "1.0", "yes")
+
+
+def _plain_log(ax) -> None:
+    """Log axis labelled 20, 50, 100 rather than 2×10¹."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    fmt = FuncFormatter(lambda v, _: f"{v:g}")
+    ax.yaxis.set_major_formatter(fmt)
+    ax.yaxis.set_minor_locator(LogLocator(subs=(2, 5)))
+    ax.yaxis.set_minor_formatter(fmt)
+
+
+def _errorbar(ax, s: pd.DataFrame, x: str, **kw):
+    lo = (s["mean"] - s["ci_low"]).clip(lower=0).fillna(0)
+    hi = (s["ci_high"] - s["mean"]).clip(lower=0).fillna(0)
+    return ax.errorbar(s[x], s["mean"] * 1e6, yerr=[lo * 1e6, hi * 1e6], **kw)
+
+
+def _figure(d: pd.DataFrame, x: str, path, title: str,
+            nat: pd.DataFrame | None = None) -> list[Path]:
+    """Columns per ppn: time vs ``x`` (top) and NAP's speedups (bottom); the native rows
+    ``nat`` (``load_native``) hollow and dashed beside them, with a note when they ran on
+    another layout than RD/SMP/NAP."""
     style.setup()
     t = _timed(d)
+    tn = _timed(nat) if nat is not None and len(nat) else pd.DataFrame(columns=["series"])
     ppns = sorted(t["ppn"].unique()) or [None]
-    fig = Figure(figsize=(3.2 * len(ppns) + 0.6, 5.0))
+    fig = Figure(figsize=(3.4 * len(ppns) + 0.6, 5.6), layout="constrained")
     axes = fig.subplots(2, len(ppns), squeeze=False, sharex="col")
+    handles: dict[str, object] = {}
+    notes: set[str] = set()
+    crowded = False
     for j, ppn in enumerate(ppns):
         ax, axs = axes[0, j], axes[1, j]
         g = t[t["ppn"] == ppn] if ppn is not None else t
+        lay = "/".join(sorted(set(map(str, g["layout"].dropna())))) if len(g) else None
+        n = _native_for(tn, lay, ppn) if len(tn) else tn
         if x == "procs":
-            size = g["size"].min() if len(g) else 0
+            size = g["size"].min() if len(g) else (n["size"].min() if len(n) else 0)
             g = g[g["size"] == size]
+            n = n[n["size"] == size] if len(n) else n
+            if len(g) and len(n):
+                n = n[n["procs"].isin(g["procs"])]
             sub = f"ppn = {int(ppn)}, {tables.format_size(size)} per process" if ppn else ""
         else:
-            procs = g["procs"].max() if len(g) else 0
+            procs = g["procs"].max() if len(g) else (n["procs"].max() if len(n) else 0)
             g = g[g["procs"] == procs]
+            n = n[n["procs"] == procs] if len(n) else n
             sub = f"ppn = {int(ppn)}, P = {int(procs)}" if ppn else ""
+        if lay and lay != "real" and ppn is not None:
+            sub += f" ({lay})"
         for a in ALGORITHMS:
             s = g[g["algorithm"] == a].sort_values(x)
-            if s.empty:
-                continue
-            lo = (s["mean"] - s["ci_low"]).clip(lower=0).fillna(0)
-            hi = (s["ci_high"] - s["mean"]).clip(lower=0).fillna(0)
-            ax.errorbar(s[x], s["mean"] * 1e6, yerr=[lo * 1e6, hi * 1e6], color=COLORS[a],
-                        marker=MARKERS[a], label=LABELS[a])
+            if not s.empty:
+                handles[LABELS[a]] = _errorbar(ax, s, x, color=COLORS[a], marker=MARKERS[a],
+                                               label=LABELS[a])
+        for series in [k for k in NATIVE_STYLE if k in set(n["series"])] + sorted(
+                set(n["series"]) - set(NATIVE_STYLE)) if len(n) else []:
+            s = n[n["series"] == series].sort_values(x)
+            c, m, ls = _native_style(series)
+            handles[native_label(series)] = _errorbar(
+                ax, s, x, color=c, marker=m, ls=ls, mfc="white", mec=c, label=native_label(series))
+            if lay != "real":
+                notes.add(_real_note(n))
+        crowded = crowded or any(_truthy(v) for v in g.get("oversubscribed", [])) or any(
+            _truthy(v) for v in (n["oversubscribed"] if "oversubscribed" in n else []))
         p = _pivot(g, [x]).sort_values(x) if len(g) else pd.DataFrame()
         for col, ref, ls in (("speedup_vs_rd", "recursive_doubling", "-"),
                              ("speedup_vs_smp", "smp", "--")):
             if len(p) and p[col].notna().any():
                 axs.plot(p[x], p[col], ls, color=COLORS[ref], marker=MARKERS[ref],
                          label=f"NAP vs {LABELS[ref]}")
+        # NAP against MPICH's own SMP (Figs. 16-17) only where both saw the same real nodes
+        ms = n[n["series"] == "native:smp@mpich"] if len(n) else n
+        if lay == "real" and len(p) and len(ms):
+            v = p.merge(ms[[x, "mean"]].rename(columns={"mean": "native_smp"}), on=x)
+            v = v[v["native_smp"].notna() & v["nap_mean"].notna()]
+            if len(v):
+                c, m, _ = _native_style("native:smp@mpich")
+                axs.plot(v[x], v["native_smp"] / v["nap_mean"], ":", color=c, marker=m,
+                         mfc="white", mec=c, label="NAP vs MPICH SMP (native)")
         axs.axhline(1.0, color="#000000", lw=0.6)
         ax.set_title(sub)
         ax.set_yscale("log")
+        _plain_log(ax)
+        xs = sorted(set(g[x]) | (set(n[x]) if len(n) else set()))
         if x == "size":
             axs.set_xscale("log", base=2)
-            ticks = sorted(g["size"].unique())
-            axs.set_xticks(ticks)
-            axs.set_xticklabels([tables.format_size(v) for v in ticks], rotation=45)
+            axs.set_xticks(xs)
+            axs.set_xticklabels([tables.format_size(v) for v in xs], rotation=45)
             axs.set_xlabel("message size per process")
         else:
-            ticks = sorted(g["procs"].unique())
-            axs.set_xticks(ticks)
-            axs.set_xticklabels([str(int(v)) for v in ticks])
+            if len(xs) > 1 and xs[-1] / xs[0] > 8:
+                axs.set_xscale("log", base=2)
+            axs.set_xticks(xs)
+            axs.set_xticklabels([str(int(v)) for v in xs], rotation=45 if len(xs) > 5 else 0)
             axs.set_xlabel("processes P")
         if j == 0:
             ax.set_ylabel("time per allreduce (µs)")
             axs.set_ylabel("speedup of NAP")
-        ax.legend(loc="best")
-        axs.legend(loc="best")
+        if axs.get_legend_handles_labels()[0]:
+            axs.legend(loc="best")
+    if crowded:
+        notes.add("P > cores of a node somewhere (oversubscribed): times carry no claim")
+    if handles:
+        fig.legend(list(handles.values()), list(handles), loc="outside lower center",
+                   ncol=min(len(handles), 4),
+                   title="\n".join(textwrap.fill(v, 50 + 45 * len(ppns)) for v in sorted(notes))
+                   or None,
+                   title_fontsize=7.5)
     fig.suptitle(title)
     return style.save(fig, path)
 
@@ -317,17 +528,120 @@ def model_figure(path, params=None, ppn: int = 16, procs: int = 32768) -> list[P
     return style.save(fig, path)
 
 
+# ------------------------------------------------------------------------------------ Fig. 1
+
+FIG1_SIZE = 8  # one double
+
+
+def fig1_table(summary_csv) -> pd.DataFrame:
+    """Bienz et al., Fig. 1: each library's AUTO (``native:auto``) reducing one double (8 B,
+    float64, sum, no delay, timed per call) against P. One row per library, node count and P:
+    mean, CI, repetitions, status, oversubscribed."""
+    cols = ["library", "nodes", "procs", "mean", "ci_low", "ci_high", "n", "status",
+            "oversubscribed"]
+    d = _no_workload(_read(summary_csv))
+    d = d[d["algorithm"] == "native:auto"].copy()
+    for col in ("procs", "size", "mean", "ci_low", "ci_high", "n"):
+        if col in d:
+            d[col] = pd.to_numeric(d[col], errors="coerce")
+    d = d[d["size"] == FIG1_SIZE]
+    for col, want in (("dtype", "float64"), ("op", "sum"), ("delay", "none"),
+                      ("timing", "percall")):
+        if col in d:
+            d = d[d[col].fillna(want) == want]
+    if d.empty:
+        return pd.DataFrame(columns=cols)
+    d["nodes"] = pd.to_numeric(d["nodes"], errors="coerce").fillna(1).astype(int) \
+        if "nodes" in d else 1
+    d["oversubscribed"] = d["oversubscribed"].map(_truthy) if "oversubscribed" in d else False
+    if "n" not in d:
+        d["n"] = np.nan
+    if "finished" in d:
+        d = d.sort_values("finished")
+    d = d.drop_duplicates(["library", "nodes", "procs"], keep="last")
+    d["_lib"] = d["library"].map(style.library_sort_key)
+    return d.sort_values(["_lib", "nodes", "procs"])[cols].reset_index(drop=True)
+
+
+def write_fig1_table(table: pd.DataFrame, base: Path) -> list[Path]:
+    header = ["library", "nodes", "P", "time", "95% CI", "n", "status"]
+    rows = []
+    for r in table.to_dict("records"):
+        mean, ci = (tables.format_time(r["mean"], r["ci_low"], r["ci_high"])
+                    if r["status"] in TIMED else ("", ""))
+        rows.append([style.library_title(r["library"]), _int(r["nodes"]), _int(r["procs"]),
+                     mean + (" ‡" if r["oversubscribed"] else ""), ci, _int(r["n"]),
+                     str(r["status"])])
+    caption = ("Bienz et al., Fig. 1: time of one MPI_Allreduce of a single double (8 B, sum) "
+               "with each library's own choice (AUTO) against P. ‡ oversubscribed (more ranks "
+               "than cores): measured, but no claim is drawn from it.")
+    return _write(table, header, rows, base, caption)
+
+
+def fig1_figure(table: pd.DataFrame, path) -> list[Path]:
+    """Time vs P, one line per library (and node count), the 95% CI shaded as the paper
+    shades its five runs; oversubscribed points hollow."""
+    t = table[table["status"].isin(TIMED)] if len(table) else table
+    title = "MPI_Allreduce of one double against P (Bienz et al., Fig. 1)"
+    if t.empty:
+        return style.placeholder(path, title, "no native:auto cells of 8 B (float64, sum) in "
+                                 "this campaign: add the node-aware-fig1 experiment")
+    style.setup()
+    fig = Figure(figsize=(5.2, 3.6), layout="constrained")
+    ax = fig.subplots()
+    markers = {"mpich": "D", "openmpi": "v", "impi": "P"}
+    colors = {"mpich": "#000000", "openmpi": "#555555", "impi": "#999999"}
+    multi = t["nodes"].nunique() > 1
+    for (lib, nodes), g in t.groupby(["library", "nodes"], sort=False):
+        g = g.sort_values("procs")
+        c, m = colors.get(lib, style.color(lib)), markers.get(lib, "o")
+        label = style.library_title(lib) + (f", {nodes} nodes" if multi else "")
+        ax.fill_between(g["procs"], g["ci_low"] * 1e6, g["ci_high"] * 1e6, color=c, alpha=0.15,
+                        lw=0)
+        ax.plot(g["procs"], g["mean"] * 1e6, "-", marker=m, color=c, label=label)
+        hollow = g[g["oversubscribed"]]
+        ax.plot(hollow["procs"], hollow["mean"] * 1e6, m, color=c, mfc="white", ls="none")
+    ps = sorted(t["procs"].unique())
+    if ps[-1] / ps[0] > 16:
+        ax.set_xscale("log", base=2)
+    ax.set_xticks(ps)
+    ax.set_xticklabels([str(int(p)) for p in ps], rotation=45 if len(ps) > 8 else 0)
+    ax.set_yscale("log")
+    _plain_log(ax)
+    ax.set_xlabel("processes P")
+    ax.set_ylabel("time per allreduce (µs)")
+    ax.legend(loc="upper left", title="AUTO (the library's choice)")
+    if t["oversubscribed"].any():
+        first = int(t[t["oversubscribed"]]["procs"].min())
+        ax.axvspan(first - 0.5, ps[-1] + 0.5, color="#f2f2f2", zorder=0, lw=0)
+        ax.text(0.99, 0.02, f"P ≥ {first}: more ranks than cores (hollow): no claim",
+                transform=ax.transAxes, ha="right", va="bottom", fontsize=7.5, color="0.3")
+    fig.suptitle(title)
+    return style.save(fig, path)
+
+
+def make_fig1(summary_csv, tables_dir, figures_dir) -> list[Path]:
+    table = fig1_table(summary_csv)
+    return (write_fig1_table(table, Path(tables_dir) / "node_aware_fig1")
+            + fig1_figure(table, Path(figures_dir) / "node_aware_fig1"))
+
+
 def make_all(summary_csv, tables_dir, figures_dir) -> list[Path]:
-    d = load(summary_csv)
+    summary = _read(summary_csv)
+    d = load(summary)
+    nat = load_native(summary, like=d)
     written: list[Path] = []
     written += write_counts(counts_table(d), Path(tables_dir) / "node_aware_counts")
-    written += write_times(times_table(d), Path(tables_dir) / "node_aware_times")
+    written += write_times(times_table(d, nat), Path(tables_dir) / "node_aware_times")
     lib = style.library_title(d["library"].iloc[0]) if len(d) else "no data"
     layout = ", ".join(sorted(str(v) for v in d["layout"].dropna().unique())) if len(d) else ""
+    beside = " (+ native)" if len(nat) else ""
     written += _figure(d, "procs", Path(figures_dir) / "node_aware_vs_procs",
-                       f"RD vs SMP vs NAP, one value per process ({lib}, {layout} nodes)")
+                       f"RD vs SMP vs NAP{beside}, one value per process ({lib}, {layout} nodes)",
+                       nat)
     written += _figure(d, "size", Path(figures_dir) / "node_aware_vs_size",
-                       f"RD vs SMP vs NAP vs message size ({lib}, {layout} nodes)")
+                       f"RD vs SMP vs NAP{beside} vs message size ({lib}, {layout} nodes)", nat)
+    written += make_fig1(summary, tables_dir, figures_dir)
     written += model_figure(Path(figures_dir) / "node_aware_model", params=fitted_params(summary_csv))
     return written
 
