@@ -99,13 +99,14 @@ class Config:
     confirm: dict = None  # the confirmation stage (harness.confirm): enabled, rounds, time_budget
     tune: dict = None  # tuned selection (harness.tune, harness.tune_verify): enabled, rounds, ...
     sgd: dict = None  # distributed SGD experiments by name (harness.dnn.sgd), as validated
+    report: dict = None  # report options: reference_library (resolved to a campaign library)
 
 
 def validate(doc, source: str = "config", base: Path | None = None) -> Config:
     """The checked config with defaults filled in; ConfigError naming the key path."""
     if not isinstance(doc, dict):
         raise ConfigError(f"{source}: expected a mapping at the top level, got {type(doc).__name__}")
-    doc = copy.deepcopy(doc)
+    given, doc = doc, copy.deepcopy(doc)
     errors = sorted(_Validator(schema()).iter_errors(doc), key=lambda e: list(e.absolute_path))
     if errors:
         e = min(errors, key=lambda e: (len(list(e.absolute_path)), list(map(str, e.absolute_path))))
@@ -183,12 +184,31 @@ def validate(doc, source: str = "config", base: Path | None = None) -> Config:
                                 for k, v in params.items()))))
     if not experiments:
         raise ConfigError(f"{source}: experiments: every experiment is disabled")
+    report = _report(doc, given, experiments, source)
     digest = hashlib.sha1(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:12]
     return Config(campaign=doc["campaign"], seed=doc["seed"], launch=doc["launch"],
                   run_walltime=walltime, stopping=stopping, libraries=doc["libraries"],
                   experiments=tuple(experiments), source=source, digest=digest,
                   plugins=tuple(plugins), confirm=confirm, tune=dict(doc["tune"]),
-                  sgd=_sgd(doc, source))
+                  sgd=_sgd(doc, source), report=report)
+
+
+def _report(doc: dict, given: dict, experiments: list, source: str) -> dict:
+    """The report options; ``reference_library`` must be a library of an enabled experiment.
+    Left out, it is Intel MPI when the campaign measures it, else the campaign's first library
+    (MPICH, Open MPI, Intel MPI order)."""
+    from .report.style import library_sort_key
+
+    libraries = sorted({lib for e in experiments for lib in e.libraries}, key=library_sort_key)
+    report = dict(doc["report"])
+    ref = report["reference_library"]
+    if "reference_library" in (given.get("report") or {}):
+        if ref not in libraries:
+            raise ConfigError(f"{source}: report.reference_library: {ref!r} is not a library of "
+                              f"the campaign; expected one of {', '.join(libraries)}")
+    elif ref not in libraries:
+        report["reference_library"] = libraries[0]
+    return report
 
 
 def _workload_params(e: dict, where: str, source: str, parsed) -> dict:

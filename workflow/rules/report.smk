@@ -2,7 +2,7 @@
 
 from harness.report.suara import OUTPUT_FIGURES as SUARA_FIGURES, OUTPUT_TABLES as SUARA_TABLES
 
-localrules: report, report_suara, report_node_aware, report_pap, report_workload
+localrules: report, report_suara, report_node_aware, report_pap, report_workload, report_cross_library
 
 # AUTO vs BEST needs native cells: only libraries that have some get its figure
 NATIVE_LIBRARIES = sorted({r.library for r in CAMPAIGN.runs.values()
@@ -87,3 +87,23 @@ rule report_workload:
 
         make_all(input[0], RES + "/tables", FIG)
         make_fig7(WORKLOAD_MODELS, RES + "/tables", FIG)
+
+
+# Every library's AUTO and BEST on one set of axes and over the reference library's AUTO
+# (Castelló et al., Fig. 6 and Fig. 10 right), when at least two libraries have native cells;
+# the reference is the config's report.reference_library (harness/report/cross_library.py).
+CROSS_LIBRARY = len(NATIVE_LIBRARIES) >= 2
+
+rule report_cross_library:
+    input:
+        RES + "/summary.csv",
+    output:
+        expand(RES + "/tables/cross_library.{ext}", ext=["md", "tex", "csv"]),
+        expand(FIG + "/{name}.{ext}", name=["cross_library", "cross_library_normalised"],
+               ext=["png", "pdf"]),
+    params:
+        reference=CAMPAIGN.cfg.report["reference_library"],
+    run:
+        from harness.report.cross_library import make_all
+
+        make_all(input[0], RES + "/tables", FIG, reference=params.reference)

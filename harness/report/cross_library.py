@@ -1,0 +1,307 @@
+"""The libraries side by side (Castelló et al. 2021, Fig. 6 and Fig. 10 right), from a
+campaign's ``summary.csv``.
+
+Per library, P and size (and the other conditions when they vary) AUTO and BEST come from
+``tables.auto_vs_best``: only single-call ``native:*`` cells count (workload rows are left out
+by ``tables.prepare``; any algorithm that is neither native nor of an allreduce family of the
+harness, e.g. a point-to-point or local-reduction probe, is dropped first). The normalised
+view divides the reference library's AUTO time by each library's AUTO and BEST time
+(speedup = ref AUTO time / time, > 1 is faster than the reference's AUTO), with the
+conservative interval ``ref_ci_low / ci_high .. ref_ci_high / ci_low``; a ratio is called
+(bold) only when the two 95 % CIs do not overlap and neither side is oversubscribed.
+
+Outputs:
+
+- ``tables/cross_library.{md,tex,csv}``: per P and size, each library's AUTO and BEST time,
+  the BEST algorithm, and both over the reference's AUTO;
+- ``figures/<c>/cross_library.{png,pdf}``: one panel per P (and condition), MiB/s = size /
+  mean time against size (log2), a colour per library, AUTO solid, BEST dashed (labelled
+  with BEST's algorithm), 95 % CI bars (Fig. 6);
+- ``figures/<c>/cross_library_normalised.{png,pdf}``: the normalised view as grouped bars per
+  size, AUTO hatched and BEST solid per library, a line at 1 (Fig. 10, right).
+
+The reference is the ``report.reference_library`` of the config (default Intel MPI when
+measured, else the first library). CLI: ``python -m harness.report.cross_library
+SUMMARY_CSV TABLES_DIR FIGURES_DIR [REFERENCE]``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..results import atomic_write_text
+from . import style, tables
+from .figures import _size_ticks, _throughput, context_label
+from .pap import _PLAIN
+from .workload import LIB_COLOURS, _bars
+
+REFERENCE = "impi"
+ALLREDUCE_FAMILIES = {"classic", "suara", "pap", "node-aware", "shm"}
+TABLE = "cross_library"
+FIGURES = ("cross_library", "cross_library_normalised")
+OVERSUBSCRIBED = "oversubscribed: no claim"
+
+
+def single_call(df: pd.DataFrame) -> pd.DataFrame:
+    """The summary rows of allreduce cells: ``native:*`` or a harness algorithm of an
+    allreduce family (``ALLREDUCE_FAMILIES``); other probes (point-to-point, local reduction)
+    have no allreduce time to compare. Workload rows go in ``tables.prepare``."""
+    from ..algorithms import REGISTRY
+
+    def keep(name) -> bool:
+        name = str(name)
+        algo = REGISTRY.get(name)
+        return name.startswith("native:") or (algo is not None and algo.family in ALLREDUCE_FAMILIES)
+
+    return df[df["algorithm"].map(keep)] if len(df) else df
+
+
+def reference_of(libraries, wanted: str | None = None) -> str:
+    """``wanted`` when it is one of ``libraries`` (ValueError naming it otherwise); without
+    it Intel MPI when measured, else the first library."""
+    libs = sorted(set(libraries), key=style.library_sort_key)
+    if not libs:
+        raise ValueError("no library with native cells to compare")
+    if wanted:
+        if wanted not in libs:
+            raise ValueError(f"reference library {wanted!r} has no native cells in the summary; "
+                             f"expected one of {', '.join(libs)}")
+        return wanted
+    return REFERENCE if REFERENCE in libs else libs[0]
+
+
+def _ratio(ref, ref_lo, ref_hi, t, lo, hi):
+    """Speedup ref / t and its conservative interval (NaN where a time is missing)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (ref / t if t > 0 else math.nan, ref_lo / hi if hi > 0 else math.nan,
+                ref_hi / lo if lo > 0 else math.nan)
+
+
+def table(df: pd.DataFrame, reference: str | None = None) -> pd.DataFrame:
+    """One row per P x conditions x size x library: AUTO, BEST (``tables.auto_vs_best``) and
+    both over the reference library's AUTO. ``attrs``: ``reference``, ``keys`` (the grouping
+    columns besides library), ``context`` (the constant conditions)."""
+    avb = tables.auto_vs_best(single_call(df))
+    keys = [k for k in avb.attrs.get("keys", []) if k not in ("library", "library_version")]
+    ref = reference_of(avb["library"], reference) if len(avb) else reference
+    rows = []
+    for key, g in avb.groupby(keys, sort=True, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        base = g[g["library"] == ref]
+        b = base.iloc[0] if len(base) else None
+        bm, bl, bh = ((float(b["auto_mean"]), float(b["auto_ci_low"]), float(b["auto_ci_high"]))
+                      if b is not None else (math.nan,) * 3)
+        for r in g.to_dict("records"):
+            row = dict(r)
+            row["reference"] = ref
+            row["ref_auto_mean"] = bm
+            crowded = bool(r["oversubscribed"]) or (b is not None and bool(b["oversubscribed"]))
+            for who in ("auto", "best"):
+                s, lo, hi = _ratio(bm, bl, bh, r[f"{who}_mean"], r[f"{who}_ci_low"],
+                                   r[f"{who}_ci_high"])
+                is_ref = who == "auto" and r["library"] == ref
+                row[f"{who}_speedup"], row[f"{who}_speedup_low"], row[f"{who}_speedup_high"] = (
+                    (1.0, 1.0, 1.0) if is_ref else (s, lo, hi))
+                # called only when the 95% CIs of the two times do not overlap
+                row[f"{who}_significant"] = bool(not is_ref and not crowded
+                                                 and (lo > 1 or hi < 1))
+            row["oversubscribed"] = crowded
+            rows.append(row)
+    cols = [*keys, "library", "library_version", "auto_status", "auto_mean", "auto_ci_low",
+            "auto_ci_high", "auto_mibs", "best_algorithm", "best_status", "best_mean",
+            "best_ci_low", "best_ci_high", "best_mibs", "reference", "ref_auto_mean",
+            "auto_speedup", "auto_speedup_low", "auto_speedup_high", "auto_significant",
+            "best_speedup", "best_speedup_low", "best_speedup_high", "best_significant",
+            "oversubscribed"]
+    out = pd.DataFrame(rows, columns=cols)
+    if len(out):
+        out["_lib"] = out["library"].map(style.library_sort_key)
+        out = out.sort_values([*keys[:-1], "size", "_lib"], kind="stable").drop(columns="_lib")
+        out = out.reset_index(drop=True)
+    out.attrs.update(reference=ref, keys=keys, context=avb.attrs.get("context", {}))
+    return out
+
+
+# ------------------------------------------------------------------------------------ tables
+
+def _speed(r, who) -> str:
+    s = r[f"{who}_speedup"]
+    if not math.isfinite(s):
+        return "n/a"
+    text = f"{s:.2f}×" if s >= 0.1 else f"{s:.2g}×"
+    if r[f"{who}_significant"]:
+        return f"**{text}**"
+    return text + (" ‡" if r["oversubscribed"] else "")
+
+
+def _display(t: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    keys = t.attrs.get("keys", ["procs", "size"])
+    ctx = [k for k in keys if k not in ("procs", "size")]
+    ref = style.library_title(t.attrs.get("reference") or "")
+    header = ["P", *[c.replace("_", " ") for c in ctx], "Size", "Library", "AUTO", "95% CI",
+              "BEST", "BEST time", "95% CI", f"AUTO vs {ref} AUTO", f"BEST vs {ref} AUTO"]
+    body = []
+    for r in t.to_dict("records"):
+        dag = lambda s: " †" if s == "not-converged" else ""  # noqa: E731
+        at, aci = tables.format_time(r["auto_mean"], r["auto_ci_low"], r["auto_ci_high"])
+        bt, bci = tables.format_time(r["best_mean"], r["best_ci_low"], r["best_ci_high"])
+        body.append([
+            str(int(r["procs"])), *[tables._context_label(c, r[c]) for c in ctx],
+            tables.format_size(r["size"]), style.library_label(r["library"], r["library_version"]),
+            (at or r["auto_status"]) + (dag(r["auto_status"]) if at else ""), aci,
+            tables._algo(r["best_algorithm"]) if r["best_algorithm"] else "none",
+            bt + (dag(r["best_status"]) if bt else ""), bci, _speed(r, "auto"), _speed(r, "best"),
+        ])
+    return header, body
+
+
+def caption(reference: str | None) -> str:
+    ref = style.library_title(reference or REFERENCE)
+    return ("AUTO and BEST of every library (Castelló et al., Fig. 6) and both over "
+            f"{ref}'s AUTO (Fig. 10, right): speedup = {ref} AUTO time / time, > 1 is faster. "
+            "Times are means with their 95% CI; bold: the two CIs do not overlap; ‡ "
+            "oversubscribed (more ranks than cores): no claim; † not converged.")
+
+
+def write_tables(t: pd.DataFrame, tables_dir) -> list[Path]:
+    """``cross_library.{md,tex,csv}`` (CSV: the tidy numbers, times in seconds)."""
+    base = Path(tables_dir) / TABLE
+    base.parent.mkdir(parents=True, exist_ok=True)
+    header, body = _display(t)
+    cap = caption(t.attrs.get("reference"))
+    md, tex, csv = (base.parent / f"{base.name}.{e}" for e in ("md", "tex", "csv"))
+    atomic_write_text(md, tables.plain_markdown(header, body, cap))
+    latex = tables.plain_latex(header, body, cap, label="tab:cross-library")
+    atomic_write_text(tex, re.sub(r"\*\*(.+?)\*\*", r"\\textbf{\1}", latex))
+    atomic_write_text(csv, t.to_csv(index=False))
+    return [md, tex, csv]
+
+
+# ----------------------------------------------------------------------------------- figures
+
+def _panels(t: pd.DataFrame):
+    """(title, rows) per P and condition combination."""
+    keys = [k for k in t.attrs.get("keys", ["procs", "size"]) if k != "size"]
+    for key, g in t.groupby(keys, sort=True, dropna=False):
+        key = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
+        title = f"P = {int(key['procs'])}"
+        ctx = {k: v for k, v in key.items() if k != "procs"}
+        if ctx:
+            title += ", " + (context_label(ctx) or ", ".join(f"{k} {v}" for k, v in ctx.items()))
+        if g["oversubscribed"].any():
+            title += f" ({OVERSUBSCRIBED})"
+        yield title, g
+
+
+def _grid(n: int, width: float, height: float):
+    from matplotlib.figure import Figure
+
+    style.setup()
+    cols = min(n, 2)
+    rows = math.ceil(n / cols)
+    fig = Figure(figsize=(width * cols, height * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False).flatten()
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return fig, axes
+
+
+def _colour(lib: str) -> str:
+    return LIB_COLOURS.get(lib, style.color(lib))
+
+
+def figure(t: pd.DataFrame, base) -> list[Path]:
+    """Fig. 6: MiB/s against size, AUTO solid and BEST dashed per library."""
+    title = "AUTO and BEST of every library (Castelló et al., Fig. 6 style)"
+    panels = list(_panels(t)) if len(t) else []
+    if not panels:
+        return style.placeholder(base, title, "no native cells with a time")
+    fig, axes = _grid(len(panels), 5.2, 3.4)
+    for ax, (ptitle, g) in zip(axes, panels):
+        for lib in sorted(g["library"].unique(), key=style.library_sort_key):
+            d = g[g["library"] == lib].sort_values("size")
+            name = style.library_label(lib, d["library_version"].iloc[0])
+            for who, ls in (("auto", "-"), ("best", "--")):
+                s = d.rename(columns={f"{who}_{c}": c for c in ("mean", "ci_low", "ci_high")})
+                x, y, err = _throughput(s)
+                ax.errorbar(x, y, yerr=err, color=_colour(lib), ls=ls, marker="o" if who == "auto"
+                            else "s", ms=3.5, lw=1.3, capsize=2, elinewidth=0.8,
+                            label=f"{name} {who.upper()}")
+                if who == "best":  # the paper labels BEST with its algorithm
+                    for xi, yi, a in zip(x, y, s["best_algorithm"]):
+                        if math.isfinite(yi) and a:
+                            ax.annotate(style.short(a), (xi, yi), textcoords="offset points",
+                                        xytext=(3, 4), fontsize=6, color=_colour(lib))
+        _size_ticks(ax, g["size"].unique())
+        ax.set_ylim(bottom=0)
+        ax.set_xlabel("Message size (bytes per rank)")
+        ax.set_ylabel("Throughput, MiB/s = size / time")
+        ax.set_title(ptitle)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle(title)
+    return style.save(fig, base)
+
+
+def figure_normalised(t: pd.DataFrame, base) -> list[Path]:
+    """Fig. 10 (right): AUTO and BEST of every library over the reference's AUTO, grouped
+    by size."""
+    ref = style.library_title(t.attrs.get("reference") or REFERENCE)
+    title = f"Speedup over {ref} AUTO (Castelló et al., Fig. 10 right style)"
+    panels = list(_panels(t)) if len(t) else []
+    if not panels:
+        return style.placeholder(base, title, "no native cells with a time")
+    fig, axes = _grid(len(panels), 5.6, 3.4)
+    for ax, (ptitle, g) in zip(axes, panels):
+        sizes = sorted(g["size"].unique())
+        series = []
+        for lib in sorted(g["library"].unique(), key=style.library_sort_key):
+            d = g[g["library"] == lib].set_index("size").reindex(sizes)
+            for who, hatch in (("auto", "//"), ("best", "")):
+                v = d[f"{who}_speedup"].to_numpy(float)
+                err = np.vstack([v - d[f"{who}_speedup_low"].to_numpy(float),
+                                 d[f"{who}_speedup_high"].to_numpy(float) - v])
+                series.append((f"{style.library_title(lib)} {who.upper()}", v,
+                               np.clip(np.nan_to_num(err, nan=0.0), 0, None), _colour(lib), hatch))
+        _bars(ax, [tables.format_size(s) for s in sizes], series)
+        ax.axhline(1.0, color="0.3", linewidth=0.8)
+        values = g[["auto_speedup", "best_speedup"]].to_numpy(float)
+        values = values[np.isfinite(values) & (values > 0)]
+        if len(values) and values.max() / values.min() > 8:  # ratios far apart: log axis
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(_PLAIN)
+        ax.set_xlabel("Message size (bytes per rank)")
+        ax.set_ylabel(f"{ref} AUTO time / time (> 1: faster)")
+        ax.set_title(ptitle)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle(title)
+    return style.save(fig, base)
+
+
+def make_all(summary_csv, tables_dir, figures_dir, reference: str | None = None) -> list[Path]:
+    """The cross-library table and both figures; files exist even with no data."""
+    t = table(pd.read_csv(summary_csv), reference)
+    written = write_tables(t, tables_dir)
+    written += figure(t, Path(figures_dir) / FIGURES[0])
+    written += figure_normalised(t, Path(figures_dir) / FIGURES[1])
+    return written
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) not in (3, 4):
+        print("usage: python -m harness.report.cross_library SUMMARY_CSV TABLES_DIR FIGURES_DIR "
+              "[REFERENCE]", file=sys.stderr)
+        return 2
+    for p in make_all(*argv):
+        print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
