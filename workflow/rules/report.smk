@@ -10,6 +10,9 @@ NATIVE_LIBRARIES = sorted({r.library for r in CAMPAIGN.runs.values()
                                   and not dict(c.params).get("workload") for c in r.cells)})
 # RD vs SMP vs NAP (Bienz et al., Figs. 12-15) when the campaign runs NAP or SMP
 NODE_AWARE = any(c.algorithm in ("nap", "smp") for r in CAMPAIGN.runs.values() for c in r.cells)
+# ... and Bienz et al., Fig. 1 (node_aware_fig1) when some AUTO cell reduces one double (8 B)
+NODE_AWARE = NODE_AWARE or any(c.algorithm == "native:auto" and c.size == 8 and c.dtype == "float64"
+                               and not dict(c.params).get("workload") for r in CAMPAIGN.runs.values() for c in r.cells)
 # SUARA tables and figures (Nuriyev et al., Figs. 7-8) when the campaign runs SUARA2
 SUARA = any(c.algorithm == "suara2" for r in CAMPAIGN.runs.values() for c in r.cells)
 # PAP Tables 3-4 and Figs. 10-12 when some cell runs the PAP benchmark's compute phase
@@ -44,9 +47,9 @@ rule report_node_aware:
     input:
         RES + "/summary.csv",
     output:
-        expand(RES + "/tables/node_aware_{name}.{ext}", name=["counts", "times"],
+        expand(RES + "/tables/node_aware_{name}.{ext}", name=["counts", "times", "fig1"],
                ext=["md", "tex", "csv"]),
-        expand(FIG + "/node_aware_{name}.{ext}", name=["vs_procs", "vs_size", "model"],
+        expand(FIG + "/node_aware_{name}.{ext}", name=["vs_procs", "vs_size", "model", "fig1"],
                ext=["png", "pdf"]),
     run:
         from harness.report.node_aware import make_all
