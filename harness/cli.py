@@ -706,6 +706,49 @@ def cmd_model_maxrate(args, parser) -> int:
     return 0
 
 
+def cmd_model_project(args, parser) -> int:
+    """``harness model project``: the models' predictions up to --max-procs (figures, table)."""
+    from .report import projection
+
+    campaign = args.campaign or "adhoc"
+    store = results.CampaignStore(paths.results_root(), campaign)
+    if args.campaign and not store.dir.is_dir():
+        parser.error(f"argument --campaign: no results for campaign {args.campaign!r} at {store.dir}")
+    if args.ppn > args.max_procs:
+        parser.error(f"argument --ppn: expected at most --max-procs {args.max_procs}, got {args.ppn}")
+    if args.params:
+        try:
+            projection.load_params(args.params)
+        except ValueError as exc:
+            parser.error(f"argument --params: {exc}")
+    try:
+        out = projection.make_projection(store.summary if store.summary.is_file() else None,
+                                         store.dir / "tables", paths.figures_root() / campaign,
+                                         params_file=args.params, max_procs=args.max_procs,
+                                         ppn=args.ppn)
+    except ValueError as exc:
+        parser.error(str(exc))
+    pp = out["params"]
+    print(f"Model projection to P={args.max_procs} (models only, no contention), campaign {campaign}")
+    print(f"  Hockney parameters:  {pp.hockney_source}")
+    print(f"  max-rate parameters: {pp.maxrate_source}")
+    region = out["suara_region"]
+    print("  measured SUARA cells: " + (f"P {region.p_min}..{region.p_max}, size "
+          f"{format_size(region.s_min)}..{format_size(region.s_max)} ({region.cells} cells)"
+          if region else "none"))
+    for ppn, r in sorted(out["node_aware_regions"].items()):
+        print(f"  measured RD/SMP/NAP cells at ppn {ppn}: P {r.p_min}..{r.p_max}, size "
+              f"{format_size(r.s_min)}..{format_size(r.s_max)} ({r.cells} cells)")
+    print()
+    print(projection.tables.plain_markdown(projection.HEADER, projection.table_rows(out["table"])))
+    for m, f in out["fits"].items():
+        print(f"  {format_size(m)}: best grid speedup ~ P^{f['exponent_best_single']:.2f} over the "
+              f"best single, ~ P^{f['exponent_rs']:.2f} over rs (fit over P >= {projection.FIT_FROM})")
+    for path in out["written"]:
+        print(f"wrote {path}")
+    return 0
+
+
 def _add_maxrate(msub) -> None:
     names = {"rd": "recursive doubling (eq. 4)", "smp": "SMP, master per node (eq. 5)",
              "nap": "node-aware parallel NAP (eq. 6)"}
@@ -779,6 +822,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", default=None, help="output JSON (default results/<campaign>/model_params.json)")
     p.set_defaults(func=cmd_fit)
     _add_maxrate(msub)
+    q = msub.add_parser("project", help="the models' predictions past the cluster, up to "
+                        "--max-procs: SUARA2 vs the best single algorithm, RD/SMP/NAP",
+                        description="Maps over (P, size) of the winner predicted by the Hockney "
+                                    "models (SUARA2 vs Open MPI's six algorithms) and the max-rate "
+                                    "model (RD, SMP, NAP), SUARA2's speedup against P with a "
+                                    "sqrt(P) fit, and a table; the campaign's measured region is "
+                                    "outlined. Writes figures/<campaign>/projection_*.{png,pdf} and "
+                                    "results/<campaign>/tables/projection.{md,tex,csv}.",
+                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    q.add_argument("--params", default=None,
+                   help="JSON file: harness fit's model_params.json (Hockney keys, optional "
+                        "'maxrate' object); default the campaign's model_params.json, else the "
+                        "paper's Table 4 and illustrative max-rate values")
+    q.add_argument("--campaign", default=None,
+                   help="campaign whose measured region is outlined and whose files are written "
+                        "(default: adhoc)")
+    q.add_argument("--max-procs", type=_int_at_least(4), default=16384, help="largest P")
+    q.add_argument("--ppn", type=_int_at_least(2), default=16,
+                   help="processes per node of the RD/SMP/NAP map (the campaign's ppn values too)")
+    q.set_defaults(func=cmd_model_project)
     p = sub.add_parser("status", help="a campaign's cells by status, fitting the cores or oversubscribed")
     p.add_argument("campaign", help="campaign name (results/<campaign>/summary.csv)")
     p.set_defaults(func=cmd_status)

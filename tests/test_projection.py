@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -13,10 +10,9 @@ import pandas as pd
 import pytest
 
 from harness import maxrate, models
+from harness.cli import main
 from harness.report import projection as pr
 from harness.results import SUMMARY_COLUMNS
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _row(algorithm, procs, size, library="openmpi", status="ok", mean=1e-4, params=None,
@@ -148,58 +144,57 @@ def test_params_from_combined_file_and_errors(tmp_path):
         pr.load_params(tmp_path / "absent.json")
 
 
-def test_projection_writes_figures_and_table_quickly(tmp_path):
-    csv = write_summary(tmp_path / "summary.csv")
+def test_table_is_capped_at_max_procs():
+    df = pr.projection_frame(pr.load_params(), max_procs=4096, ppn=8)
+    assert sorted(df["procs"].unique()) == [16, 64, 256, 1024, 4096]
+    assert (df["ppn"] == 8).all() and df["na_winner"].isin(["rd", "smp", "nap"]).all()
+    assert pr.procs_grid(100, multiple_of=4, low=4) == [4, 8, 12, 16, 24, 32, 36, 48, 60, 64, 100]
+
+
+def test_command_writes_files_and_rejects_bad_params(tmp_path, monkeypatch, capsys):
+    """`harness model project --campaign C`: the two figures and the table, the parameters
+    of the campaign's model_params.json named; the whole projection, timed."""
+    monkeypatch.setenv("HARNESS_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setenv("HARNESS_FIGURES", str(tmp_path / "figures"))
+    camp = tmp_path / "results" / "camp"
+    camp.mkdir(parents=True)
+    write_summary(camp / "summary.csv")
+    params = models.Params.paper().to_dict()
+    params["provenance"] = {"source": "a test fit"}
+    (camp / "model_params.json").write_text(json.dumps(params))
     t0 = time.perf_counter()
-    out = pr.make_projection(csv, tmp_path / "tables", tmp_path / "fig")
-    print(f"projection (maps, curves, figures, tables): {time.perf_counter() - t0:.1f} s")
-    names = sorted(p.name for p in out["written"])
-    assert names == sorted(["projection_suara.png", "projection_suara.pdf",
-                            "projection_node_aware.png", "projection_node_aware.pdf",
-                            "projection.md", "projection.tex", "projection.csv"])
-    df = pd.read_csv(tmp_path / "tables" / "projection.csv")
+    assert main(["model", "project", "--campaign", "camp"]) == 0
+    elapsed = time.perf_counter() - t0
+    out = capsys.readouterr().out
+    print(f"harness model project (maps, curves, figures, tables): {elapsed:.1f} s")
+    for name in ("projection_suara.png", "projection_suara.pdf", "projection_node_aware.png",
+                 "projection_node_aware.pdf"):
+        assert (tmp_path / "figures" / "camp" / name).stat().st_size > 10_000
+    assert "results/camp/model_params.json (a test fit)" in out
+    assert "measured SUARA cells: P 4..12, size 64KiB..4MiB (13 cells)" in out
+    assert "ppn 2: P 4..8, size 8B..2KiB (6 cells)" in out
+    assert "| 1024 | 16MiB | SUARA2 32×32 (rs, rs) |" in out
+    df = pd.read_csv(camp / "tables" / "projection.csv")
     assert sorted(df["procs"].unique()) == list(pr.TABLE_PROCS)
     assert len(df) == len(pr.TABLE_PROCS) * len(pr.TABLE_SIZES)
     r = df[(df.procs == 1024) & (df["size"] == 16 << 20)].iloc[0]
     assert r.suara_winner == "suara2" and r.speedup > 1.5
     assert r.best_single_time == pytest.approx(models.best_single(1024, 16 << 20, models.Params.paper())[1])
-    r = df[(df.procs == 4096) & (df["size"] == 8)].iloc[0]
-    assert r.na_winner == "nap"
-    md = (tmp_path / "tables" / "projection.md").read_text()
-    assert "paper Table 4" in md and "illustrative defaults" in md
-    assert "SUARA2 32×32 (rs, rs)" in md
-    assert set(out["node_aware_regions"]) == {2, 4}  # maps at ppn 16 (given), 2 and 4
-
-
-def _harness(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "harness.cli", "model", "project", *args],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
-
-
-def test_command_writes_files_and_rejects_bad_params(tmp_path):
-    env = {**os.environ, "HARNESS_RESULTS": str(tmp_path / "results"),
-           "HARNESS_FIGURES": str(tmp_path / "figures")}
-    (tmp_path / "results" / "camp").mkdir(parents=True)
-    write_summary(tmp_path / "results" / "camp" / "summary.csv")
-    params = models.Params.paper().to_dict()
-    params["provenance"] = {"source": "a test fit"}
-    (tmp_path / "results" / "camp" / "model_params.json").write_text(json.dumps(params))
-    r = _harness("--campaign", "camp", "--max-procs", "4096", "--ppn", "8", env=env)
-    assert r.returncode == 0, r.stderr
-    for name in ("projection_suara.png", "projection_suara.pdf", "projection_node_aware.png",
-                 "projection_node_aware.pdf"):
-        assert (tmp_path / "figures" / "camp" / name).is_file()
-    for ext in ("md", "tex", "csv"):
-        assert (tmp_path / "results" / "camp" / "tables" / f"projection.{ext}").is_file()
-    assert "a test fit" in r.stdout and "4096" in r.stdout and "16384" not in r.stdout
-    assert "SUARA2 128×128" not in r.stdout  # P is capped at --max-procs
+    assert df[(df.procs == 4096) & (df["size"] == 8)].iloc[0].na_winner == "nap"
+    md = (camp / "tables" / "projection.md").read_text()
+    assert "a test fit" in md and "illustrative defaults" in md
+    tex = (camp / "tables" / "projection.tex").read_text()
+    assert r"\begin{tabular}" in tex and "tab:projection" in tex
+    # bad input: one line naming the argument and the value, nothing written
     bad = tmp_path / "bad.json"
     bad.write_text('{"ab": {"rs": [1e-6, 1e-10]}, "gamma": -1}')
-    r = _harness("--params", str(bad), env=env)
-    assert r.returncode == 2
-    assert "argument --params" in r.stderr and "gamma" in r.stderr and "-1" in r.stderr
+    for argv, words in ([["--params", str(bad)], ["argument --params", "gamma", "-1"]],
+                        [["--campaign", "nosuch"], ["argument --campaign", "nosuch"]],
+                        [["--ppn", "1"], ["argument --ppn", "1"]],
+                        [["--ppn", "64", "--max-procs", "32"], ["argument --ppn", "32"]]):
+        with pytest.raises(SystemExit) as exc:
+            main(["model", "project", *argv])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert all(w in err for w in words), err
     assert not (tmp_path / "figures" / "adhoc").exists()
-    r = _harness("--campaign", "nosuch", env=env)
-    assert r.returncode == 2 and "nosuch" in r.stderr
-    r = _harness("--ppn", "1", env=env)
-    assert r.returncode == 2 and "--ppn" in r.stderr
