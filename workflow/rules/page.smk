@@ -10,6 +10,7 @@ PAGE_INPUTS = [
     rules.report_suara.output if SUARA else [],
     rules.report_node_aware.output if NODE_AWARE else [],
     rules.report_pap.output if HAS_PAP else [],
+    rules.report_pingpong.output if HAS_PINGPONG else [],
     rules.report_workload.output if WORKLOAD_MODELS else [],
     rules.report_confirm.output if CONFIRM_GROUPS else [],
     rules.report_cross_library.output if CROSS_LIBRARY else [],

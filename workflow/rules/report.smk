@@ -71,6 +71,26 @@ rule report_pap:
         make_pap(input[0], RES + "/tables", FIG)
 
 
+# Ping-pong and local reduction (Castelló et al., Fig. 4; Bienz et al., Fig. 5): one-way time
+# and bandwidth per library, level and concurrent pairs (harness/report/pingpong.py), when the
+# campaign has pingpong or reduce_local cells; `rule all` asks for them only then.
+HAS_PINGPONG = any(c.algorithm in ("pingpong", "reduce_local")
+                   for r in CAMPAIGN.runs.values() for c in r.cells)
+
+localrules: report_pingpong
+
+rule report_pingpong:
+    input:
+        RES + "/summary.csv",
+    output:
+        expand(RES + "/tables/pingpong.{ext}", ext=["md", "tex", "csv"]),
+        expand(FIG + "/pingpong_fig4.{ext}", ext=["png", "pdf"]),
+    run:
+        from harness.report.pingpong import make_all
+
+        make_all(input[0], RES + "/tables", FIG)
+
+
 # Training-iteration workloads (Castelló et al., Sect. 5): Figs. 9-10 from the workload cells,
 # and Fig. 7 (gradient sizes per model) of the models they replay; when the campaign has some.
 WORKLOAD_MODELS = sorted({dict(c.params)["workload"] for r in CAMPAIGN.runs.values()
