@@ -591,8 +591,11 @@ def fig1_figure(table: pd.DataFrame, path) -> list[Path]:
     ax = fig.subplots()
     markers = {"mpich": "D", "openmpi": "v", "impi": "P"}
     colors = {"mpich": "#000000", "openmpi": "#555555", "impi": "#999999"}
-    multi = t["nodes"].nunique() > 1
-    for (lib, nodes), g in t.groupby(["library", "nodes"], sort=False):
+    # one line per library across P (P = 16 on one node, then 32 on two, ...); per node count
+    # too only when some P was measured on several node counts
+    multi = t.duplicated(["library", "procs"]).any()
+    t = t.assign(_line=t["nodes"] if multi else 0)
+    for (lib, nodes), g in t.groupby(["library", "_line"], sort=False):
         g = g.sort_values("procs")
         c, m = colors.get(lib, style.color(lib)), markers.get(lib, "o")
         label = style.library_title(lib) + (f", {nodes} nodes" if multi else "")
