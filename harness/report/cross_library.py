@@ -2,9 +2,8 @@
 campaign's ``summary.csv``.
 
 Per library, P and size (and the other conditions when they vary) AUTO and BEST come from
-``tables.auto_vs_best``: only single-call ``native:*`` cells count (workload rows are left out
-by ``tables.prepare``; any algorithm that is neither native nor of an allreduce family of the
-harness, e.g. a point-to-point or local-reduction probe, is dropped first). The normalised
+``tables.auto_vs_best``: only single-call ``native:*`` cells count (``tables.prepare`` leaves
+out workload rows and the ping-pong / local-reduction probes of ``p2p_bench``). The normalised
 view divides the reference library's AUTO time by each library's AUTO and BEST time
 (speedup = ref AUTO time / time, > 1 is faster than the reference's AUTO), with the
 conservative interval ``ref_ci_low / ci_high .. ref_ci_high / ci_low``; a ratio is called
@@ -42,24 +41,9 @@ from .pap import _PLAIN
 from .workload import LIB_COLOURS, _bars
 
 REFERENCE = "impi"
-ALLREDUCE_FAMILIES = {"classic", "suara", "pap", "node-aware", "shm"}
 TABLE = "cross_library"
 FIGURES = ("cross_library", "cross_library_normalised")
 OVERSUBSCRIBED = "oversubscribed: no claim"
-
-
-def single_call(df: pd.DataFrame) -> pd.DataFrame:
-    """The summary rows of allreduce cells: ``native:*`` or a harness algorithm of an
-    allreduce family (``ALLREDUCE_FAMILIES``); other probes (point-to-point, local reduction)
-    have no allreduce time to compare. Workload rows go in ``tables.prepare``."""
-    from ..algorithms import REGISTRY
-
-    def keep(name) -> bool:
-        name = str(name)
-        algo = REGISTRY.get(name)
-        return name.startswith("native:") or (algo is not None and algo.family in ALLREDUCE_FAMILIES)
-
-    return df[df["algorithm"].map(keep)] if len(df) else df
 
 
 def reference_of(libraries, wanted: str | None = None) -> str:
@@ -87,7 +71,7 @@ def table(df: pd.DataFrame, reference: str | None = None) -> pd.DataFrame:
     """One row per P x conditions x size x library: AUTO, BEST (``tables.auto_vs_best``) and
     both over the reference library's AUTO. ``attrs``: ``reference``, ``keys`` (the grouping
     columns besides library), ``context`` (the constant conditions)."""
-    avb = tables.auto_vs_best(single_call(df))
+    avb = tables.auto_vs_best(df)
     keys = [k for k in avb.attrs.get("keys", []) if k not in ("library", "library_version")]
     ref = reference_of(avb["library"], reference) if len(avb) else reference
     rows = []
@@ -212,6 +196,17 @@ def _grid(n: int, width: float, height: float):
     return fig, axes
 
 
+def _legend(fig, axes) -> None:
+    """One legend under the panels, each label once."""
+    handles = {}
+    for ax in axes:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, h)
+    if handles:
+        fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncol=3,
+                   fontsize=7)
+
+
 def _colour(lib: str) -> str:
     return LIB_COLOURS.get(lib, style.color(lib))
 
@@ -243,7 +238,7 @@ def figure(t: pd.DataFrame, base) -> list[Path]:
         ax.set_xlabel("Message size (bytes per rank)")
         ax.set_ylabel("Throughput, MiB/s = size / time")
         ax.set_title(ptitle)
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    _legend(fig, axes)
     fig.suptitle(title)
     return style.save(fig, base)
 
@@ -278,7 +273,7 @@ def figure_normalised(t: pd.DataFrame, base) -> list[Path]:
         ax.set_xlabel("Message size (bytes per rank)")
         ax.set_ylabel(f"{ref} AUTO time / time (> 1: faster)")
         ax.set_title(ptitle)
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    _legend(fig, axes)
     fig.suptitle(title)
     return style.save(fig, base)
 

@@ -7,14 +7,24 @@ with the arrival knowledge in brackets when it is not the default oracle (``prr 
 The max-delay-0 column is the delay-mode ``none`` cell, shared by every delay mode. Only
 cells with a time (status ok / not-converged) are used; ``†`` marks not converged ones.
 
-- ``table3(d)``: per library, P, dtype, op, size and delay mode: mean elapsed time per
-  algorithm and max delay, speedup = ring / algorithm; ``better`` when faster than the ring
-  (bold in the paper-style renderings).
+- ``table3(d, raw_dir)``: per library, P, dtype, op, size and delay mode: mean elapsed time
+  per algorithm and max delay, speedup = ring / algorithm; ``better`` when faster than the
+  ring (bold in the paper-style renderings). With the campaign's ``raw/`` directory, each
+  row also carries its measured lateness and tail (``raw_metrics``) and its block the
+  Sect. 3 bound Δ − δ (``bounds``).
 - ``table4(d)``: per library, P, dtype, op, delay mode and PRR variant: per size and max
   delay, the difference PRR - ring in ms and the speedup.
 - ``write_tables(d, tables_dir)``: ``pap_table3`` and ``pap_table4`` as ``.md``, ``.tex``
   (booktabs, one table per block) and ``.csv`` (the tidy numbers, times in seconds).
 - ``fig10``/``fig11``/``fig12``: mean elapsed vs max delay, vs size, vs P, 95% CI bars.
+- ``raw_metrics(raw_dir, cell_ids)``: per cell, from the raw per-rank arrivals and exits:
+  ``lateness`` (last arrival minus the mean of the others), ``tail`` (last exit minus last
+  arrival), ``elapsed`` (mean over ranks of exit minus arrival), each a mean over repetitions.
+- ``bounds(d, metrics, summary)``: per block (library, P, dtype, op, size) the Sect. 3 bound
+  on what knowing the arrival times can save: Δ = the ring's elapsed time with balanced
+  arrivals (its delay-``none`` cell), δ = the time to send the message between two processes
+  (the campaign's ``pingpong`` cell of that library and size when there is one, else the
+  shortest tail of the block's delayed cells, an upper estimate), bound = Δ − δ.
 - ``make_pap(summary_csv, tables_dir, figures_dir)``: all of them; the CLI is
   ``python -m harness.report.pap SUMMARY_CSV TABLES_DIR FIGURES_DIR``.
 """
@@ -41,6 +51,7 @@ COLORS = {"ring": "#a50f15", "rabenseifner": "#08519c", "slt": "#7570b3", "prr":
           "slt (online)": "#b07aa1", "prr (online)": "#66a61e", "slt (none)": "#9e9ac8",
           "prr (none)": "#a1d99b"}
 GROUP = ["library", "library_version", "procs", "dtype", "op"]
+BOUND_COLUMNS = ["lateness", "tail", "Delta", "delta", "delta_source", "bound"]
 
 
 # ------------------------------------------------------------------------------------- data
@@ -86,9 +97,81 @@ def _by_mode(d: pd.DataFrame):
         yield mode, d[d["delay"].isin([mode, "none"])]
 
 
-def table3(df: pd.DataFrame) -> pd.DataFrame:
-    """Tidy Table 3: one row per block x algorithm x max delay (see the module doc)."""
+def raw_metrics(raw_dir, cell_ids) -> pd.DataFrame:
+    """``cell_id``, ``lateness``, ``tail``, ``elapsed`` (seconds, means over repetitions) of
+    the cells ``cell_ids`` from the ``arrival``/``finish`` vectors of ``raw_dir/*.parquet``.
+    Per repetition, with a the ranks' arrivals and f their exits on the common clock:
+    lateness = max(a) − mean of the other ranks' a, tail = max(f) − max(a), elapsed =
+    mean(f − a). Cells without raw rows are left out."""
+    wanted, rows = set(cell_ids), []
+    cols = ["cell_id", "lateness", "tail", "elapsed"]
+    if not wanted or raw_dir is None or not Path(raw_dir).is_dir():
+        return pd.DataFrame(columns=cols)
+    parts = []
+    for path in sorted(Path(raw_dir).glob("*.parquet")):
+        r = pd.read_parquet(path, columns=["cell_id", "arrival", "finish"])
+        parts.append(r[r["cell_id"].isin(wanted)])
+    raw = pd.concat(parts) if parts else pd.DataFrame(columns=["cell_id", "arrival", "finish"])
+    for cell, g in raw.groupby("cell_id", sort=True):
+        a = np.vstack(g["arrival"].map(np.asarray).to_list()).astype(float)
+        f = np.vstack(g["finish"].map(np.asarray).to_list()).astype(float)
+        last = a.max(axis=1)
+        others = (a.sum(axis=1) - last) / max(a.shape[1] - 1, 1)
+        rows.append({"cell_id": cell, "lateness": float(np.mean(last - others)),
+                     "tail": float(np.mean(f.max(axis=1) - last)),
+                     "elapsed": float(np.mean((f - a).mean(axis=1)))})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def bounds(d: pd.DataFrame, metrics: pd.DataFrame, summary: pd.DataFrame | None = None
+           ) -> pd.DataFrame:
+    """The Sect. 3 bound per block (``GROUP`` + size) of the PAP rows ``d`` (``pap_rows``):
+    ``Delta`` (the ring's elapsed with balanced arrivals: its delay-none cell's raw
+    ``elapsed``), ``delta`` (one transfer of the message between two processes: the mean of
+    the summary's ``pingpong`` cell of that library and size, else the shortest ``tail`` of
+    the block's delayed cells), ``delta_source`` and ``bound`` = Delta − delta."""
+    cols = GROUP + ["size", "Delta", "delta", "delta_source", "bound"]
+    if d.empty or metrics.empty:
+        return pd.DataFrame(columns=cols)
+    m = d.merge(metrics, on="cell_id", how="inner")
+    probes = pd.DataFrame()
+    if summary is not None and len(summary) and "algorithm" in summary.columns:
+        from ..algorithms.p2p_bench import pairs_of
+
+        s = summary[summary["algorithm"].astype(str) == "pingpong"].copy()
+        for c in ("size", "mean"):
+            s[c] = pd.to_numeric(s[c], errors="coerce")
+        one = s["params"].fillna("{}").map(lambda p: pairs_of(_params(p)) == 1)
+        probes = s[one & tables.timed_mask(s)] if len(s) else s
+    rows = []
+    for key, g in m.groupby(GROUP + ["size"], sort=True):
+        row = dict(zip(GROUP + ["size"], key))
+        ring = g[(g["label"] == REFERENCE) & (g["delay"] == "none")]
+        Delta = float(ring["elapsed"].mean()) if len(ring) else math.nan
+        pp = probes[(probes["library"] == row["library"]) & (probes["size"] == row["size"])
+                    ] if len(probes) else probes
+        delayed = g[(g["delay"] != "none") & (g["max_delay"] > 0)]
+        if len(pp):
+            delta, source = float(pp["mean"].min()), "pingpong"
+        elif len(delayed):
+            delta, source = float(delayed["tail"].min()), "shortest tail"
+        else:
+            delta, source = math.nan, ""
+        rows.append({**row, "Delta": Delta, "delta": delta, "delta_source": source,
+                     "bound": Delta - delta})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def table3(df: pd.DataFrame, raw_dir=None) -> pd.DataFrame:
+    """Tidy Table 3: one row per block x algorithm x max delay (see the module doc); with
+    ``raw_dir`` also ``lateness``, ``tail`` (per cell) and ``Delta``, ``delta``,
+    ``delta_source``, ``bound`` (per block)."""
     d = pap_rows(df)
+    if raw_dir is not None:
+        metrics = raw_metrics(raw_dir, d["cell_id"])
+        d = d.merge(metrics, on="cell_id", how="left")
+        d = d.merge(bounds(d.drop(columns=["lateness", "tail", "elapsed"]), metrics, df),
+                     on=GROUP + ["size"], how="left")
     rows = []
     for key, g in d.groupby(GROUP + ["size"], sort=True):
         for mode, gm in _by_mode(g):
@@ -115,7 +198,8 @@ def table3(df: pd.DataFrame) -> pd.DataFrame:
                              "mean": r.mean, "ci_low": r.ci_low, "ci_high": r.ci_high,
                              "n": r.n, "status": r.status, "ring_mean": ring,
                              "speedup": ring / r.mean if ring == ring else math.nan,
-                             "better": verdict == "faster", "verdict": verdict})
+                             "better": verdict == "faster", "verdict": verdict,
+                             **{c: getattr(r, c) for c in BOUND_COLUMNS if c in d.columns}})
     return pd.DataFrame(rows)
 
 
@@ -172,7 +256,16 @@ def _blocks3(t3: pd.DataFrame):
                               + _mark(r.verdict), r.better, False))
             body.append((label, times, speed))
         title = _block_title(key, f"{tables.format_size(key['size'])}, {key['mode']}")
-        yield title, delays, body
+        yield title + _bound_text(g), delays, body
+
+
+def _bound_text(g: pd.DataFrame) -> str:
+    """``; bound (Δ − δ) 1.2 ms (Δ 3.4 ms, δ 2.2 ms: shortest tail)`` for a Table 3 block."""
+    if "bound" not in g.columns or not np.isfinite(g["bound"]).any():
+        return ""
+    r = g[np.isfinite(g["bound"])].iloc[0]
+    return (f"; bound (Δ − δ) {_ms(r['bound'])} ms (Δ {_ms(r['Delta'])} ms, "
+            f"δ {_ms(r['delta'])} ms: {r['delta_source']})")
 
 
 def _blocks4(t4: pd.DataFrame):
@@ -210,7 +303,10 @@ NOTE3 = ("Each entry: the average elapsed time in ms (mean over repetitions of t
          "ranks) and, below, the speedup over the ring (ring / algorithm). Bold: faster than "
          "the ring beyond noise (the 95% CIs do not overlap); ≈ a tie (they overlap); ‡ "
          "oversubscribed (more ranks than cores: no win or loss drawn). Max delay in ms (0: no "
-         "delay). † not converged to the requested precision.")
+         "delay). † not converged to the requested precision. Bound (Δ − δ): the most any "
+         "algorithm can save by knowing the arrival times (Sect. 3); Δ the ring's time with "
+         "balanced arrivals, δ one transfer of the message between two processes (pingpong, "
+         "else the shortest time from the last arrival to the last exit measured).")
 NOTE4 = ("Each entry: the difference of the average elapsed times in ms (algorithm − ring) "
          "and, below, the speedup (ring / algorithm). Bold: faster than the ring beyond noise "
          "(the 95% CIs do not overlap); ≈ a tie; ‡ oversubscribed (no win or loss drawn). Max "
@@ -275,7 +371,8 @@ def table3_latex(t3: pd.DataFrame) -> str:
             rows.append(tables.tex_escape(label) + " & " + " & ".join(_tex_cell(*c) for c in times) + r" \\")
             rows.append(" & " + " & ".join(_tex_cell(*c) for c in speed) + r" \\")
         out += _tex_table(title, delays, "Algorithm", rows, NOTE3, f"tab:pap-table3-{i + 1}")
-    return "\n".join(out)
+    # the bound's symbols, for pdfLaTeX too
+    return "\n".join(out).replace("Δ", r"$\Delta$").replace("δ", r"$\delta$").replace("−", "-")
 
 
 def table4_latex(t4: pd.DataFrame) -> str:
@@ -293,10 +390,11 @@ def table4_latex(t4: pd.DataFrame) -> str:
     return "\n".join(out)
 
 
-def write_tables(df: pd.DataFrame, tables_dir) -> list[Path]:
-    """``pap_table3.{md,tex,csv}`` and ``pap_table4.{md,tex,csv}`` in ``tables_dir``."""
+def write_tables(df: pd.DataFrame, tables_dir, raw_dir=None) -> list[Path]:
+    """``pap_table3.{md,tex,csv}`` and ``pap_table4.{md,tex,csv}`` in ``tables_dir``; with
+    ``raw_dir`` (the campaign's ``raw/``) Table 3 carries the Sect. 3 bound."""
     base = Path(tables_dir)
-    t3, t4 = table3(df), table4(df)
+    t3, t4 = table3(df, raw_dir), table4(df)
     written = []
     for name, t, md, tex in (("pap_table3", t3, table3_markdown, table3_latex),
                              ("pap_table4", t4, table4_markdown, table4_latex)):
@@ -467,7 +565,7 @@ def fig12(df: pd.DataFrame, path_without_ext) -> list[Path]:
 def make_pap(summary_csv, tables_dir, figures_dir) -> list[Path]:
     """Tables 3-4 and Figs. 10-12 of the campaign's PAP cells; returns the written paths."""
     df = pd.read_csv(summary_csv)
-    written = write_tables(df, tables_dir)
+    written = write_tables(df, tables_dir, raw_dir=Path(summary_csv).parent / "raw")
     for name, fn in (("pap_fig10", fig10), ("pap_fig11", fig11), ("pap_fig12", fig12)):
         written += fn(df, Path(figures_dir) / name)
     return written
