@@ -126,6 +126,15 @@ OUTPUTS = {
     "workload_fig10": ("Castelló et al., Sect. 5", "Fig. 10: normalised images/s",
                                 "left: BEST over the library's own AUTO; right: over the "
                                 "reference library's AUTO"),
+    "projection": ("model projection", "predicted winners up to P = 16384, as a table",
+                   "models only: SUARA2 vs the best single Open MPI algorithm and RD/SMP/NAP "
+                   "at ppn 16, predicted times and speedups; the parameters are named"),
+    "projection_suara": ("model projection", "Nuriyev et al. Fig. 8 extended to P = 16384",
+                         "left: which wins per P and size, shade = SUARA2's speedup, box = "
+                         "measured cells; right: best grid's speedup against P with a sqrt(P) fit"),
+    "projection_node_aware": ("model projection", "Bienz et al. Figs. 10-11 extended",
+                              "per ppn, the fastest of RD, SMP and NAP, shade = speedup over "
+                              "RD, box = measured cells; below, 8 B against P and cost against size"),
 }
 UNFINISHED = ("failed", "wrong", "timeout")
 COLUMNS = ["cell_id", "experiment", "library", "algorithm", "params", "procs", "nodes", "size",
