@@ -130,3 +130,27 @@ rule report_cross_library:
         from harness.report.cross_library import make_all
 
         make_all(input[0], RES + "/tables", FIG, reference=params.reference)
+
+
+# Model projection past the cluster (harness/report/projection.py): SUARA2 against the best
+# single algorithm and RD/SMP/NAP up to P = 16384, with the campaign's model_params.json when
+# it exists (else the papers' parameters), the measured region outlined; when the campaign has
+# SUARA2 or node-aware cells.
+from pathlib import Path
+
+PROJECTION = SUARA or NODE_AWARE
+
+localrules: report_projection
+
+rule report_projection:
+    input:
+        RES + "/summary.csv",
+        lambda w: [p for p in [RES + "/model_params.json"] if Path(p).is_file()],
+    output:
+        expand(RES + "/tables/projection.{ext}", ext=["md", "tex", "csv"]),
+        expand(FIG + "/{name}.{ext}", name=["projection_suara", "projection_node_aware"],
+               ext=["png", "pdf"]),
+    run:
+        from harness.report.projection import make_projection
+
+        make_projection(input[0], RES + "/tables", FIG)
