@@ -65,13 +65,14 @@ OUTPUTS = {
                                  "per size, each library's AUTO (hatched) and BEST (solid) as "
                                  "reference AUTO time / time; above the line at 1 is faster"),
     "suara_choice": ("Nuriyev et al. (SUARA)", "SUARA2's choice per P and size",
-                     "grid and combination the model picks, predicted and measured time"),
+                     "grid and combination the model picks, predicted and measured time, "
+                     "against native AUTO, BEST and the 3-step decomposition"),
     "model_vs_measured": ("Nuriyev et al. (SUARA)", "Table 1 models against measurements",
                           "each classic algorithm's measured time next to its fitted model"),
     "fitted_params": ("Nuriyev et al. (SUARA)", "Table 4: fitted Hockney parameters",
                       "alpha (latency) and beta (time per byte) per algorithm, gamma"),
-    "suara_agreement": ("Nuriyev et al. (SUARA)", "model pick against the measured best",
-                        "where the model's grid is the fastest measured one"),
+    "suara_agreement": ("Nuriyev et al. (SUARA)", "Sect. 5: model pick against the measured best",
+                        "36 combinations on every grid: the pick's rank, its loss or a CI tie"),
     "suara_speedup": ("Nuriyev et al. (SUARA)", "Fig. 8: speedup against P",
                       "SUARA2 over Open MPI's AUTO and BEST, with sqrt(P) and the model"),
     "suara_grid": ("Nuriyev et al. (SUARA)", "Fig. 7: time against P_c",
