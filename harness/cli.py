@@ -710,9 +710,9 @@ def cmd_model_project(args, parser) -> int:
     """``harness model project``: the models' predictions up to --max-procs (figures, table)."""
     from .report import projection
 
-    campaign = args.campaign or "adhoc"
+    campaign = args.campaign
     store = results.CampaignStore(paths.results_root(), campaign)
-    if args.campaign and not store.dir.is_dir():
+    if campaign != "adhoc" and not store.dir.is_dir():
         parser.error(f"argument --campaign: no results for campaign {args.campaign!r} at {store.dir}")
     if args.ppn > args.max_procs:
         parser.error(f"argument --ppn: expected at most --max-procs {args.max_procs}, got {args.ppn}")
@@ -835,9 +835,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="JSON file: harness fit's model_params.json (Hockney keys, optional "
                         "'maxrate' object); default the campaign's model_params.json, else the "
                         "paper's Table 4 and illustrative max-rate values")
-    q.add_argument("--campaign", default=None,
-                   help="campaign whose measured region is outlined and whose files are written "
-                        "(default: adhoc)")
+    q.add_argument("--campaign", default="adhoc",
+                   help="campaign whose measured region is outlined and whose files are written")
     q.add_argument("--max-procs", type=_int_at_least(4), default=16384, help="largest P")
     q.add_argument("--ppn", type=_int_at_least(2), default=16,
                    help="processes per node of the RD/SMP/NAP map (the campaign's ppn values too)")

@@ -166,7 +166,8 @@ def test_command_writes_files_and_rejects_bad_params(tmp_path, monkeypatch, caps
     assert main(["model", "project", "--campaign", "camp"]) == 0
     elapsed = time.perf_counter() - t0
     out = capsys.readouterr().out
-    print(f"harness model project (maps, curves, figures, tables): {elapsed:.1f} s")
+    with capsys.disabled():
+        print(f"\nharness model project (maps, curves, figures, tables): {elapsed:.1f} s")
     for name in ("projection_suara.png", "projection_suara.pdf", "projection_node_aware.png",
                  "projection_node_aware.pdf"):
         assert (tmp_path / "figures" / "camp" / name).stat().st_size > 10_000
