@@ -125,6 +125,11 @@ def test_params_from_combined_file_and_errors(tmp_path):
     assert pp.hockney.ab["linear"] == models.Params.paper().ab["linear"]  # filled, and said so
     assert "fit of native algorithms to x" in pp.hockney_source and "from the paper" in pp.hockney_source
     assert pp.maxrate.alpha == 4e-6 and "ping-pong" in pp.maxrate_source
+    # the max-rate section of `harness fit` has no provenance source: library and fallbacks
+    doc["maxrate"]["provenance"] = {"library": "openmpi", "levels": ["node"],
+                                    "fallbacks": {"R_N": "only one pair measured"}}
+    f.write_text(json.dumps(doc))
+    assert "ping-pong fit, library openmpi; fallbacks for R_N" in pr.load_params(f).maxrate_source
     # only the Hockney part: max-rate defaults, said so
     f.write_text(json.dumps(fitted.to_dict()))
     assert "illustrative" in pr.load_params(f).maxrate_source

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
+import textwrap
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -611,8 +611,8 @@ def suara_figure(pp: ProjectionParams, region: Region | None, path, max_procs=MA
         if panel == 0:
             axp.set_xlabel("")
     fig.suptitle("SUARA2 projected to P = " + f"{max_procs:,}" + " (Nuriyev et al., Fig. 8 "
-                 "extended; model only, no contention)\nHockney parameters: "
-                 + pp.hockney_source, fontsize=9.5)
+                 "extended; model only, no contention)\n"
+                 + textwrap.fill("Hockney parameters: " + pp.hockney_source, 150), fontsize=9.5)
     return style.save(fig, path), fits
 
 
@@ -680,8 +680,8 @@ def node_aware_figure(pp: ProjectionParams, regions: dict[int, Region], path, pp
                  fontsize=8.5)
     _ordered_legend(b2)
     fig.suptitle(f"RD vs SMP vs NAP projected to P = {max_procs:,} (Bienz et al., Figs. 10-11 "
-                 "extended; max-rate model only, no contention)\nmax-rate parameters: "
-                 + pp.maxrate_source, fontsize=9.5)
+                 "extended; max-rate model only, no contention)\n"
+                 + textwrap.fill("max-rate parameters: " + pp.maxrate_source, 150), fontsize=9.5)
     return style.save(fig, path)
 
 
