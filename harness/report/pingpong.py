@@ -5,8 +5,8 @@ bytes between the two ranks of a pair, with k pairs at once, and the pair's leve
 node, network); the ``reduce_local`` rows hold the time of one local reduction of ``size``
 bytes. Outputs:
 
-- ``tables/pingpong.{md,tex,csv}``: per library, level and k, the one-way time (95 % CI) and
-  bandwidth (size / one-way time, per pair) per size; then per library the local reduction's
+- ``tables/pingpong.{md,tex,csv}``: per library, level and k, the one-way time (mean, 95 % CI,
+  median) and bandwidth (size / one-way time, per pair) per size; then per library the local reduction's
   time and bytes/s per size (dtype and op of the cell);
 - ``figures/<c>/pingpong_fig4.{png,pdf}``: left, the bandwidth of one pair against the size,
   a line per library and level; right, the per-pair bandwidth against the size, a line per
@@ -77,8 +77,8 @@ def rows(df: pd.DataFrame) -> pd.DataFrame:
 def table(df: pd.DataFrame) -> tuple[list[str], list[list[str]], pd.DataFrame]:
     """(header, formatted rows, numeric table) of ``tables/pingpong``."""
     d = rows(df)
-    header = ["benchmark", "library", "level", "k", "P", "size", "time", "95% CI", "bandwidth",
-              "n", "status"]
+    header = ["benchmark", "library", "level", "k", "P", "size", "time", "95% CI", "median",
+              "bandwidth", "n", "status"]
     body, numeric = [], []
     for _, r in d.iterrows():
         timed = r.status in TIMED and math.isfinite(r["mean"])
@@ -91,6 +91,7 @@ def table(df: pd.DataFrame) -> tuple[list[str], list[list[str]], pd.DataFrame]:
                      str(r.pairs) if r.algorithm == "pingpong" else "",
                      str(int(r.procs)), format_size(int(r["size"])),
                      format_time(r["mean"]) if timed else "", ci,
+                     format_time(float(r["median"])) if timed and pd.notna(r.get("median")) else "",
                      _rate(r.bytes_per_s) if timed else "",
                      str(int(r.n)) if pd.notna(r.get("n")) else "", status])
         numeric.append({"benchmark": r.algorithm, "library": r.library, "level": r.level,
@@ -99,6 +100,7 @@ def table(df: pd.DataFrame) -> tuple[list[str], list[list[str]], pd.DataFrame]:
                         "op": r["op"], "mean_s": r["mean"] if timed else None,
                         "ci_low_s": r.get("ci_low") if timed else None,
                         "ci_high_s": r.get("ci_high") if timed else None,
+                        "median_s": r.get("median") if timed else None,
                         "bytes_per_s": r.bytes_per_s if timed else None,
                         "n": r.get("n"), "status": r.status, "bound": r.bound,
                         "oversubscribed": bool(r.oversubscribed), "cell_id": r.cell_id})
