@@ -111,7 +111,6 @@ OUTPUTS = {
                    "iteration under each fusion policy"),
     "dnn_fig7": ("Castelló et al., Sect. 5", "Fig. 7: message sizes and counts per model",
                  "one gradient tensor per message before fusion"),
-    "workload": ("Castelló et al., Sect. 5", "training iteration: AUTO vs BEST",
     "pingpong": ("Castelló et al.; Bienz et al.", "Fig. 4: ping-pong one-way time and bandwidth",
                  "round trip / 2 per library, pair level (socket, node, network) and k "
                  "concurrent pairs; local reduction time and bytes/s (gamma)"),
@@ -119,6 +118,7 @@ OUTPUTS = {
                       "left: one pair, size / one-way time per library and level; right: "
                       "per-pair bandwidth per k concurrent pairs, or the local reduction's "
                       "bytes/s"),
+    "workload": ("Castelló et al., Sect. 5", "training iteration: AUTO vs BEST",
                  "one iteration's fused gradient calls back to back; projected images/s"),
     "workload_normalised": ("Castelló et al., Sect. 5", "Fig. 10 (right) as a table",
                             "images/s over the reference library's AUTO"),
