@@ -228,7 +228,13 @@ def _sweeps(d: pd.DataFrame) -> pd.DataFrame:
     return s
 
 
+def _has_ci(r) -> bool:
+    return bool(np.isfinite(float(r["ci_low"])) and np.isfinite(float(r["ci_high"])))
+
+
 def _ci_text(r) -> str:
+    if not _has_ci(r):  # one repetition (an oversubscribed cell's budget): no interval
+        return f"{_t(r['mean'])} (no CI)"
     return f"{_t(r['mean'])} [{_t(r['ci_low'])}, {_t(r['ci_high'])}]"
 
 
@@ -244,8 +250,9 @@ def agreement_table(d: pd.DataFrame, params) -> pd.DataFrame:
     configuration it predicts within 1e-9 of its minimum counts as its pick: 1 x P and P x 1
     with the same algorithm are the same single algorithm), the measured best with its 95%
     CI, whether they agree, the rank of the pick among the measured (1 = fastest), and its
-    loss ``pick time / best time - 1``: a tie when the two CIs overlap. Oversubscribed cells
-    are listed but claim nothing (``timing claim``)."""
+    loss ``pick time / best time - 1``: a tie when the two CIs overlap, undecided when either
+    has no CI (one repetition). Oversubscribed cells are listed but claim nothing (``timing
+    claim``)."""
     used = [("model", params)] if isinstance(params, models.Params) else list(params)
     s = _sweeps(d)
     rows = []
@@ -273,7 +280,8 @@ def agreement_table(d: pd.DataFrame, params) -> pd.DataFrame:
             agree = pk.name == mb.name
             overlap = pk["ci_low"] <= mb["ci_high"] and mb["ci_low"] <= pk["ci_high"]
             loss = pk["mean"] / mb["mean"] - 1
-            verdict = "agree" if agree else ("tie (CIs overlap)" if overlap else "loss")
+            verdict = ("agree" if agree else "tie (CIs overlap)" if overlap
+                       else "loss" if _has_ci(pk) and _has_ci(mb) else "undecided (no CI)")
             rows.append({
                 "library": key[0], "P": P, "size": tables.format_size(m), "model": name,
                 "configurations": len(g),
