@@ -21,7 +21,16 @@ are told apart by processes per node (``ppn``, from the record), P and size.
   inter- and intra-node messages (and bytes) one rank sends per call, next to
   ``ceil(log_ppn n)`` and ``ceil(log2 n)``, at the smallest size;
 - ``tables_dir/node_aware_times.{md,tex,csv}``: mean times of RD, SMP and NAP and NAP's
-  speedups per ppn, P and size.
+  speedups per ppn, P and size;
+- ``figures_dir/node_aware_fig1.{png,pdf}``, ``tables_dir/node_aware_fig1.{md,tex,csv}``:
+  Fig. 1, each library's AUTO reducing one double (8 B) against P (``make_fig1``).
+
+Beside RD/SMP/NAP the figures and the time table show the libraries' own allreduce when the
+summary has it (``load_native``): MPICH's forced SMP (``native:smp``, "MPI" of Figs. 16-17)
+and every library's AUTO. Those run on the REAL node layout (one node on one machine), so on
+emulated nodes they are drawn hollow and dashed with a note and never turned into a speedup;
+with ``layout: real`` on the same nodes the table and the speedup panel add NAP over MPICH's
+SMP.
 
 Returns the written paths. CLI: ``python -m harness.report.node_aware SUMMARY TABLES FIGURES``.
 """
@@ -389,9 +398,10 @@ def _plain_log(ax) -> None:
 
 
 def _errorbar(ax, s: pd.DataFrame, x: str, **kw):
-    lo = (s["mean"] - s["ci_low"]).clip(lower=0).fillna(0)
-    hi = (s["ci_high"] - s["mean"]).clip(lower=0).fillna(0)
-    return ax.errorbar(s[x], s["mean"] * 1e6, yerr=[lo * 1e6, hi * 1e6], **kw)
+    lo = (s["mean"] - s["ci_low"]).clip(lower=0).fillna(0).to_numpy(float)
+    hi = (s["ci_high"] - s["mean"]).clip(lower=0).fillna(0).to_numpy(float)
+    return ax.errorbar(s[x].to_numpy(float), s["mean"].to_numpy(float) * 1e6,
+                       yerr=np.vstack([lo, hi]) * 1e6, **kw)
 
 
 def _figure(d: pd.DataFrame, x: str, path, title: str,
@@ -613,7 +623,9 @@ def fig1_figure(table: pd.DataFrame, path) -> list[Path]:
     _plain_log(ax)
     ax.set_xlabel("processes P")
     ax.set_ylabel("time per allreduce (µs)")
-    ax.legend(loc="upper left", title="AUTO (the library's choice)")
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center",
+               ncol=t["library"].nunique() if not multi else 3,
+               title="AUTO (the library's choice)")
     if t["oversubscribed"].any():
         first = int(t[t["oversubscribed"]]["procs"].min())
         ax.axvspan(first - 0.5, ps[-1] + 0.5, color="#f2f2f2", zorder=0, lw=0)
