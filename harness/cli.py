@@ -620,6 +620,8 @@ def cmd_fit(args, parser) -> int:
         print(f"  ping-pong {lib:8} level {f['level']:7} alpha {format_time(f['alpha']):>9}  "
               f"beta {f['beta']:.3g} s/B ({1 / f['beta'] / 1e9 if f['beta'] > 0 else float('inf'):.3g} GB/s)  "
               f"R^2 {f['r2']:.4f}  n {f['n']}  sizes {format_size(f['sizes'][0])}..{format_size(f['sizes'][1])}")
+    if "maxrate_error" in params.provenance:
+        print(f"  no max-rate parameters: {params.provenance['maxrate_error']}")
     if "maxrate" in doc:
         mr = doc["maxrate"]
         print(f"  max-rate ({mr['provenance']['library']}): alpha_l {format_time(mr['alpha_l'])}, "

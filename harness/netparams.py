@@ -304,7 +304,11 @@ def fit_file(summary_csv, campaign: str | None = None, library: str = "openmpi",
     if gamma is not None:
         gamma_info = {"from": "given"}
     elif have["reduce_local"]:
-        gamma, gamma_info = fit_gamma_rows(df, library=library)
+        try:
+            gamma, gamma_info = fit_gamma_rows(df, library=library)
+        except FitError as e:
+            gamma, gamma_info = models.measure_gamma(), {
+                "from": f"measure_gamma (np.add on this machine): the reduce_local fit failed: {e}"}
         for lib in sorted({str(v) for v in reduce_local_rows(df).get("library", [])}):
             try:
                 gamma_by_lib[lib] = fit_gamma_rows(df, library=lib)[0]
@@ -341,10 +345,14 @@ def fit_file(summary_csv, campaign: str | None = None, library: str = "openmpi",
     doc["provenance"]["gamma_from"] = gamma_info
     if pingpong:
         doc["pingpong"] = pingpong
-        mr, prov = fit_maxrate(df, gamma, library=None if library not in pingpong else library)
-        prov.update({"gamma": gamma_info, "summary_sha256": digest, "campaign": campaign,
-                     "date": date})
-        doc["maxrate"] = {**asdict(mr), "provenance": models._plain(prov)}
+        try:
+            mr, prov = fit_maxrate(df, gamma, library=None if library not in pingpong else library)
+        except FitError as e:  # e.g. beta 0 at every level: the Hockney pairs still stand
+            doc["provenance"]["maxrate_error"] = str(e)
+        else:
+            prov.update({"gamma": gamma_info, "summary_sha256": digest, "campaign": campaign,
+                         "date": date})
+            doc["maxrate"] = {**asdict(mr), "provenance": models._plain(prov)}
     return models._plain(doc)
 
 

@@ -197,3 +197,29 @@ def test_reports_written(tmp_path):
     written = cm.make_all(summary, tmp_path / "t2", tmp_path / "f2", params_json=pf)
     assert (tmp_path / "f2" / "castello_fig2.png").exists()
     assert len(pd.read_csv(tmp_path / "t2" / "castello_models.csv")) == 0
+
+
+def test_real_pingpong_run_is_fitted_end_to_end(results_root, tmp_path):
+    """One real Open MPI launch at P=2 (ping-pong at three sizes, a local reduction at two),
+    then `harness fit` and `harness model nap` on its summary."""
+    from conftest import execute_run, fast_settings
+    from harness import results
+    from harness.plan import Cell
+
+    cells = [Cell("openmpi", "pingpong", 2, s, params=(("pairs", 1),)) for s in (8, 2**16, 2**22)]
+    cells += [Cell("openmpi", "reduce_local", 2, s, dtype="float32") for s in (2**16, 2**22)]
+    outcome, _, store = execute_run(results_root, "openmpi", cells, fast_settings(time_budget=3.0),
+                                    campaign="real", algorithm_env={})
+    results.rebuild_summary(store)
+    out = harness("fit", "real")
+    assert out.returncode == 0, out.stderr + out.stdout
+    doc = json.loads((store.dir / "model_params.json").read_text())
+    pp = doc["pingpong"]["openmpi"]
+    assert pp["n"] == 3 and pp["sizes"] == [8, 2**22] and pp["level"] in netparams.LEVELS
+    assert pp["alpha"] >= 0 and pp["beta"] > 0 and doc["gamma"] > 0
+    assert doc["provenance"]["gamma_from"]["dtype"] == "float32"
+    fb = doc["maxrate"]["provenance"]["fallbacks"]  # one machine: no network level
+    assert fb["alpha, R_b"].startswith("network not measured")
+    out = harness("model", "smp", "--params", store.dir / "model_params.json", "--nodes", "2",
+                  "--ppn", "2", "--size", "64KiB")
+    assert out.returncode == 0 and f"alpha={doc['maxrate']['alpha']:g} s" in out.stdout
