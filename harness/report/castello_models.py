@@ -272,7 +272,7 @@ def _size_axis(ax, lo, hi, label="message size (bytes per process)"):
     ax.set_xscale("log", base=2)
     ticks = [2.0 ** k for k in range(int(math.floor(math.log2(max(lo, 1)))),
                                       int(math.ceil(math.log2(hi))) + 1)]
-    step = max(1, len(ticks) // 7)
+    step = max(1, math.ceil(len(ticks) / 7))
     ticks = ticks[::step]
     ax.set_xticks(ticks)
     ax.set_xticklabels([tables.format_size(v) for v in ticks], rotation=45)
