@@ -12,7 +12,11 @@ so a site can check the whole path on two nodes in minutes before spending node-
 * parameters: ``pairs`` (ping-pong) at most P/2; explicit grids (``grid: 4x3``) only those
   whose product is the kept P, or that P's factorisations with as many dimensions when none
   fits (one P then, the largest allowed); ``ppn`` values dividing every kept P, else 2 (P kept even);
-  ``compute`` replaced by ``compute`` given here;
+  ``compute`` replaced by ``compute`` given here; any other swept parameter (a list, e.g.
+  SUARA2's ``row`` and ``col``) cut to its first ``max_sweep`` values;
+* algorithms: a glob over native algorithms (``native:*``) becomes AUTO and ``max_native``
+  forced algorithms all the experiment's libraries have (the ring first): each forced
+  algorithm is a launch of its own;
 * sizes: the ``max_sizes`` smallest; max delays: the ``max_delays`` smallest above 0;
   ``late_rank`` below P;
 * workloads: one model (the smallest present), one fusion policy, one precision;
@@ -61,8 +65,31 @@ def _factorisations(p: int, dims: int, limit: int = 3) -> list[str]:
     return ["x".join(map(str, g)) for g in grids[:limit]]
 
 
+def _cut_algorithms(patterns, libraries, max_native: int) -> list[str]:
+    """A glob over native algorithms (``native:*``) as AUTO plus up to ``max_native`` forced
+    algorithms that every library of the experiment has (the ring first): each forced
+    algorithm is one more launch per library and P. Names and other globs are kept."""
+    from fnmatch import fnmatchcase
+
+    from .libraries import get_library
+
+    out: list[str] = []
+    for pat in patterns:
+        if not (str(pat).startswith("native:") and any(ch in str(pat) for ch in "*?[")):
+            out.append(pat)
+            continue
+        libs = [get_library(name) for name in libraries]
+        common = [n for n in libs[0].native_names()
+                  if fnmatchcase(n, pat) and all(n in lib.native_names() for lib in libs[1:])]
+        forced = sorted((n for n in common if n != "native:auto"),
+                        key=lambda n: (n != "native:ring", common.index(n)))[:max_native]
+        picked = (["native:auto"] if "native:auto" in common else []) + forced
+        out.extend(n for n in (picked or [pat]) if n not in out)
+    return out
+
+
 def _cut_experiment(ex: dict, *, max_procs: int, max_nodes: int, max_p: int, max_sizes: int,
-                    max_delays: int, compute: str) -> dict:
+                    max_delays: int, compute: str, max_native: int, max_sweep: int) -> dict:
     ex = dict(ex)
     params = dict(ex.get("params") or {})
     nodes_orig = int(ex.get("nodes", 1))
@@ -104,9 +131,13 @@ def _cut_experiment(ex: dict, *, max_procs: int, max_nodes: int, max_p: int, max
         params["ppn"] = ok if isinstance(params["ppn"], list) or len(ok) > 1 else ok[0]
     if "compute" in params:
         params["compute"] = compute
+    for key, value in params.items():  # any other sweep: its first values
+        if key not in ("grid", "ppn", "pairs") and isinstance(value, list):
+            params[key] = value[:max_sweep]
 
     ex["procs"] = kept
     ex["nodes"] = nodes
+    ex["algorithms"] = _cut_algorithms(ex["algorithms"], ex["libraries"], max_native)
     if params or "params" in ex:
         ex["params"] = params
     if "sizes" in ex:
@@ -143,9 +174,12 @@ def _cut_sgd(entry: dict, *, max_procs: int, max_nodes: int) -> dict:
 
 def cut_down(doc: dict, *, campaign: str | None = None, max_procs: int = 4, max_nodes: int = 2,
              max_p: int = 2, max_sizes: int = 2, max_delays: int = 1, compute: str = "5ms",
-             stopping: dict | None = None, run_walltime: str = "5min") -> dict:
+             max_native: int = 1, max_sweep: int = 2,
+             stopping: dict | None = None, run_walltime: str = "5min",
+             libraries: dict | None = None) -> dict:
     """The config mapping ``doc`` (as loaded from YAML) cut down as the module says; every
-    experiment and every ``sgd:`` entry is kept (with its ``enabled`` flag)."""
+    experiment and every ``sgd:`` entry is kept (with its ``enabled`` flag). ``libraries``:
+    the site entries of the cut-down config (default none: the local wheels)."""
     out = {k: v for k, v in doc.items()
            if k not in ("experiments", "sgd", "libraries", "confirm", "tune", "stopping")}
     out["campaign"] = campaign or f"{doc['campaign']}-tiny"
@@ -155,9 +189,12 @@ def cut_down(doc: dict, *, campaign: str | None = None, max_procs: int = 4, max_
     out["confirm"] = {"enabled": False}
     out["tune"] = {"enabled": False}
     out["run_walltime"] = run_walltime
+    if libraries:
+        out["libraries"] = dict(libraries)
     out["experiments"] = {
         name: _cut_experiment(ex, max_procs=max_procs, max_nodes=max_nodes, max_p=max_p,
-                              max_sizes=max_sizes, max_delays=max_delays, compute=compute)
+                              max_sizes=max_sizes, max_delays=max_delays, compute=compute,
+                              max_native=max_native, max_sweep=max_sweep)
         for name, ex in doc["experiments"].items()}
     if doc.get("sgd"):
         out["sgd"] = {name: _cut_sgd(e, max_procs=max_procs, max_nodes=max_nodes)

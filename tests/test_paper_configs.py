@@ -120,6 +120,37 @@ def test_cut_down_fits_grids_pairs_and_ppn():
     assert ex["pp"]["params"]["pairs"] == [1] and ex["pp"]["procs"] == [2]
     assert ex["nap"]["procs"] == [4] and ex["nap"]["params"]["ppn"] == [4]
     assert ex["nap"]["sizes"] == ["8B", "64B"]
+    # native:* becomes AUTO and one forced algorithm every library has: one launch each
+    doc = {"campaign": "y", "experiments": {"all": {
+        "libraries": ["mpich", "openmpi", "impi"], "algorithms": ["native:*", "ring"],
+        "procs": [8], "nodes": 8, "sizes": ["1KiB", "1GiB", "4B"]}}}
+    ex = cut_down(doc)["experiments"]["all"]
+    assert ex["algorithms"] == ["native:auto", "native:ring", "ring"]
+    assert ex["procs"] == [2] and ex["nodes"] == 2 and ex["sizes"] == ["4B", "1KiB"]
+
+
+def openmpi_in_the_allocation():
+    """The site entry that starts the local Open MPI wheel with its own mpiexec inside the
+    Slurm job: Open MPI 5 under srun needs Slurm's PMIx plugin, which the local cluster lacks
+    (its libpmix is not installed: `srun --mpi=pmix` fails, `--mpi=pmi2` starts singletons).
+    Inside the allocation mpiexec starts its daemons on the job's nodes through Slurm; it
+    reads the allocation from SLURM_NODELIST and SLURM_TASKS_PER_NODE, which the Snakemake
+    job step removes (it keeps SLURM_JOB_ID only), so the setup lines ask Slurm for them."""
+    from harness.libraries import get_library
+
+    lib = get_library("openmpi")
+    prefix = lib.prefix
+    job = "scontrol show job \"$SLURM_JOB_ID\" | tr ' ' '\\n' | sed -n"
+    return {"openmpi": {
+        "launcher": [str(prefix / "bin" / "mpiexec"), "-n", "{procs}"],
+        "libmpi": str(prefix / lib.libmpi),
+        "setup": [
+            f"export PATH='{prefix}/bin':\"$PATH\"",
+            f"export LD_LIBRARY_PATH='{prefix}/lib'\"${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}\"",
+            f"export SLURM_NODELIST=\"$({job} 's/^NodeList=//p')\"",
+            f"nn=\"$({job} 's/^NumNodes=\\([0-9]*\\).*/\\1/p')\"",
+            f"nt=\"$({job} 's/^NumTasks=\\([0-9]*\\).*/\\1/p')\"",
+            "export SLURM_TASKS_PER_NODE=\"$((nt / nn))(x$nn)\""]}}
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=IDS)
@@ -128,7 +159,8 @@ def test_cut_down_paper_config_runs_on_slurm(tmp_path, path, local_slurm_cluster
     from harness.plan import expand
 
     doc = yaml.safe_load(path.read_text())
-    tiny = cut_down(doc, campaign="tiny", stopping=FAST_STOP, max_sizes=1)
+    tiny = cut_down(doc, campaign="tiny", stopping=FAST_STOP, max_sizes=1,
+                    libraries=openmpi_in_the_allocation())
     # pip MPICH's start-up over Slurm's pmi2 with two slurmd on one host fails now and then
     # (tests/test_slurm.py): such a run is recorded failed within seconds; once more from scratch
     for attempt in range(2):
