@@ -35,6 +35,7 @@ TABLE = "pingpong"
 FIGURE = "pingpong_fig4"
 TIMED = ("ok", "not-converged")
 LIB_COLOURS = {"mpich": "#1f77b4", "openmpi": "#d62728", "impi": "#2ca02c"}
+LIB_MARKERS = {"mpich": "o", "openmpi": "s", "impi": "D"}
 LEVEL_STYLES = {"socket": ":", "node": "-", "network": "--", "mixed": "-."}
 PAIR_STYLES = ["-", "--", ":", "-."]
 
@@ -129,7 +130,7 @@ def _lines(ax, d: pd.DataFrame, label_of, style_of) -> int:
         if g.empty:
             continue
         lib = key[0]
-        ax.plot(g["size"], g.bytes_per_s / 2**20, marker=style.marker(lib), markersize=4,
+        ax.plot(g["size"], g.bytes_per_s / 2**20, marker=LIB_MARKERS.get(lib, style.marker(lib)), markersize=4,
                 linestyle=style_of(key), color=LIB_COLOURS.get(lib, style.color(lib)),
                 label=label_of(key) + (" (oversubscribed)" if g.oversubscribed.any() else ""))
         drawn += 1
