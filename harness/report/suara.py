@@ -385,10 +385,18 @@ def speedup_figure(d: pd.DataFrame, params: models.Params, how: str, path) -> li
 
 def grid_figure(d: pd.DataFrame, params: models.Params, how: str, path) -> list[Path]:
     s = _sweeps(d)
+    # Fig. 7 draws one algorithm in rows and columns; the 36-combination check's mixed pairs
+    # are in tables/suara_agreement
+    s = s[s["row"] == s["col"]]
     groups = list(s.groupby(["library", "procs", "row", "col"])) if not s.empty else []
-    fig = Figure(figsize=(3.4 * max(1, len(groups)), 2.8), layout="constrained")
-    axes = fig.subplots(1, max(1, len(groups)), squeeze=False)[0]
+    ncols = min(3, max(1, len(groups)))
+    nrows = max(1, -(-len(groups) // ncols))
+    fig = Figure(figsize=(3.4 * ncols, 3.3 * nrows), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    for ax in axes[len(groups):]:
+        ax.set_axis_off()
     if not groups:
+        axes[0].set_axis_on()
         _empty(axes[0], "no grid sweep (suara2 with grid set per cell)")
     for ax, ((lib, P, row, col), g) in zip(axes, groups):
         sizes = sorted(g["size"].unique())
