@@ -436,12 +436,21 @@ def agreement_figure(agree: pd.DataFrame, path) -> list[Path]:
         n = agree.groupby(keys, sort=False).size()
         names = [style.library_title(k[0]) + "\n" + str(k[1]) if isinstance(k, tuple)
                  else style.library_title(k) for k in share.index]
-        bars = ax.bar(names, share.values, color=[style.color("native:auto")] * len(share))
+        crowded = (agree.groupby(keys, sort=False)["timing claim"].apply(lambda x: (x != "yes").any())
+                   if "timing claim" in agree.columns else pd.Series(False, index=share.index))
+        bars = ax.bar(names, share.values, color="white", edgecolor=style.color("native:auto"),
+                      hatch=None)
+        for b, c in zip(bars, crowded.values):
+            b.set_hatch("///" if c else None)
+            b.set_facecolor("white" if c else style.color("native:auto"))
         ax.tick_params(axis="x", labelsize=7)
         for b, v, k in zip(bars, share.values, n.values):
             ax.text(b.get_x() + b.get_width() / 2, v + 2, f"{v:.0f}% of {k}", ha="center", fontsize=8)
         ax.set_ylim(0, 115)
-        ax.set_ylabel("model's pick = measured best [%]")
+        ax.set_ylabel("model's pick = measured best [%]", fontsize=8)
+        if crowded.any():
+            fig.text(0.01, -0.02, "hatched: oversubscribed cells, no timing claim",
+                     fontsize=7, color="0.35", ha="left", va="top")
     return style.save(fig, path)
 
 
