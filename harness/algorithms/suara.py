@@ -297,12 +297,12 @@ def choose_levels(procs: int, nbytes: int, params: dict) -> tuple[tuple[int, ...
     """(dimensions, sub-allreduce per dimension) of SUARA-L."""
     grid = str(params.get("grid", "auto"))
     if grid == "auto":
-        from ..models import Params, select_suara_l
+        from ..models import select_suara_l
 
         levels = int(params.get("levels", 3))
         if levels < 2:
             raise ValueError(f"suara_l: levels must be >= 2, got {levels}")
-        c = select_suara_l(procs, nbytes, Params.paper(), levels)
+        c = select_suara_l(procs, nbytes, model_params(params)[0], levels)
         table = MODEL_TO_OPENMPI if str(params.get("subs", "harness")) == "native" else MODEL_TO_HARNESS
         dims, algs = c.dims, tuple(table[a] for a in c.algs)
     else:
@@ -334,6 +334,7 @@ def prepare_levels(comm, sendbuf, recvbuf, op, ctx):
         sub_params = {k: v for k, v in ctx.params.items()
                       if k not in ("grid", "levels", "sub", "subs", "subs_each")}
         stages, how = [], []
+        sub_params.pop("model", None)
         for c, name in zip(comms, names):
             f, cc, mech = _stage(ctx, name, c)
             stages.append((f, cc, Context(params=dict(sub_params))))
@@ -343,6 +344,8 @@ def prepare_levels(comm, sendbuf, recvbuf, op, ctx):
         plan = ctx.scratch[key] = (stages, bufs)
         ctx.scratch["record"] = {"dims": "x".join(map(str, dims)), "subs": list(names),
                                  "forcing": how, "split_seconds": split}
+        if str(ctx.params.get("grid", "auto")) == "auto":
+            ctx.scratch["record"].update(model_params(ctx.params)[1])
     return plan
 
 
