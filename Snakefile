@@ -28,8 +28,8 @@ wildcard_constraints:
 include: "workflow/rules/jobscripts.smk"
 include: "workflow/rules/measure.smk"
 include: "workflow/rules/aggregate.smk"
-include: "workflow/rules/report.smk"
 include: "workflow/rules/params.smk"
+include: "workflow/rules/report.smk"
 include: "workflow/rules/confirm.smk"
 include: "workflow/rules/tune.smk"
 include: "workflow/rules/page.smk"
@@ -47,6 +47,7 @@ rule all:
         rules.report_workload.output if WORKLOAD_MODELS else [],
         rules.report_cross_library.output if CROSS_LIBRARY else [],
         PARAMS_OUTPUTS,
+        rules.report_projection.output if PROJECTION else [],
         rules.report_confirm.output if CONFIRM_GROUPS else [],
         rules.report_tuned.output if TUNE_LIBS else [],
         RES + "/report/index.html",

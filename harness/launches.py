@@ -30,6 +30,19 @@ import numpy as np
 
 from .stats import t_quantile
 
+# point-to-point benchmarks (harness/algorithms/p2p_bench.py): their bytes cross one link once
+POINT_TO_POINT = ("pingpong", "reduce_local")
+
+
+def bus_bandwidth(algorithm: str, algbw, procs: int):
+    """The bus bandwidth of a row: an allreduce moves 2(P-1)/P of the message over each
+    rank's links (the NCCL-tests convention); a ping-pong or a local reduction, its algbw."""
+    if not algbw:
+        return None
+    if algorithm in POINT_TO_POINT:
+        return algbw
+    return algbw * 2 * (procs - 1) / procs
+
 USABLE = ("ok", "not-converged")
 LAUNCH_COLUMNS = ["launches", "launch_means", "launches_disagree", "within_mean",
                   "within_ci_low", "within_ci_high", "within_rel_halfwidth", "within_n"]
@@ -82,7 +95,7 @@ def combine(rows: list[dict], confidence: float = 0.95, precision: float = 0.025
         error=None if status == "ok" else (
             f"launch means disagree: between-launch half-width {rel:.1%} of the mean"
             if disagree else "not every launch converged"),
-        algbw=algbw, busbw=algbw * 2 * (procs - 1) / procs if algbw else None,
+        algbw=algbw, busbw=bus_bandwidth(str(base["algorithm"]), algbw, procs),
         finished=max(str(r.get("finished") or "") for r in rows),
         oversubscribed=any(bool(r.get("oversubscribed")) for r in usable),
     )

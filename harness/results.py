@@ -22,6 +22,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from .launches import bus_bandwidth
+
 STATUSES = ("ok", "wrong", "timeout", "failed", "not-converged")
 
 SUMMARY_COLUMNS = [
@@ -205,7 +207,7 @@ def summary_rows(doc: dict, settings: dict | None = None) -> list[dict]:
             "status": entry["status"],
             "error": entry.get("error"),
             "algbw": algbw,
-            "busbw": algbw * 2 * (procs - 1) / procs if algbw else None,
+            "busbw": bus_bandwidth(cell["algorithm"], algbw, procs),
             "warmup": entry.get("warmup"),
             "seed": entry.get("seed"),
             "host": ",".join(sorted(set(prov.get("nodes") or prov.get("hosts") or []))) or None,

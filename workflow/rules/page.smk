@@ -12,9 +12,11 @@ PAGE_INPUTS = [
     rules.report_pap.output if HAS_PAP else [],
     rules.report_pingpong.output if HAS_PINGPONG else [],
     rules.report_workload.output if WORKLOAD_MODELS else [],
-    rules.report_confirm.output if CONFIRM_GROUPS else [],
     rules.report_cross_library.output if CROSS_LIBRARY else [],
+    rules.report_confirm.output if CONFIRM_GROUPS else [],
     rules.report_tuned.output if TUNE_LIBS else [],
+    PARAMS_OUTPUTS,
+    rules.report_projection.output if PROJECTION else [],
 ]
 
 rule report_page:
