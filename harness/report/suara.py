@@ -264,7 +264,12 @@ def agreement_table(d: pd.DataFrame, params) -> pd.DataFrame:
         g = g.assign(rank=np.arange(1, len(g) + 1))
         mb = g.iloc[0]
         crowded = bool(g.apply(_crowded, axis=1).any())
-        label = lambda r: f"{P // int(r['P_c'])}x{int(r['P_c'])} ({_short(r['row'])}, {_short(r['col'])})"
+        def label(r):  # a degenerate grid runs one dimension's algorithm alone
+            pc = int(r["P_c"])
+            what = (f"{_short(r['row'])} alone" if pc == P else f"{_short(r['col'])} alone" if pc == 1
+                    else f"{_short(r['row'])}, {_short(r['col'])}")
+            return f"{P // pc}x{pc} ({what})"
+
         for name, mp in used:
             def pred(r):
                 ar, ac = _model_name(r["row"]), _model_name(r["col"])
