@@ -17,7 +17,7 @@ so a site can check the whole path on two nodes in minutes before spending node-
 * algorithms: a glob over native algorithms (``native:*``) becomes AUTO and ``max_native``
   forced algorithms all the experiment's libraries have (the ring first): each forced
   algorithm is a launch of its own;
-* sizes: the ``max_sizes`` smallest; max delays: the ``max_delays`` smallest above 0;
+* sizes: the ``max_sizes`` smallest (two at least for ``pingpong``: the alpha-beta fit); max delays: the ``max_delays`` smallest above 0;
   ``late_rank`` below P;
 * workloads: one model (the smallest present), one fusion policy, one precision;
 * ``sgd:`` entries: P and nodes capped, ``executions: 1``, ``iterations`` and ``test_images``
@@ -140,8 +140,9 @@ def _cut_experiment(ex: dict, *, max_procs: int, max_nodes: int, max_p: int, max
     ex["algorithms"] = _cut_algorithms(ex["algorithms"], ex["libraries"], max_native)
     if params or "params" in ex:
         ex["params"] = params
-    if "sizes" in ex:
-        ex["sizes"] = sorted(ex["sizes"], key=parse_size)[:max_sizes]
+    if "sizes" in ex:  # ping-pong keeps two: fitting alpha and beta needs two sizes
+        keep = max(max_sizes, 2) if "pingpong" in ex["algorithms"] else max_sizes
+        ex["sizes"] = sorted(ex["sizes"], key=parse_size)[:keep]
     if "max_delays" in ex:
         positive = sorted((d for d in ex["max_delays"] if parse_time(d) > 0), key=parse_time)
         ex["max_delays"] = positive[:max_delays] or [ex["max_delays"][0]]

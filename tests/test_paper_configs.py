@@ -142,7 +142,9 @@ def openmpi_in_the_allocation():
     prefix = lib.prefix
     job = "scontrol show job \"$SLURM_JOB_ID\" | tr ' ' '\\n' | sed -n"
     return {"openmpi": {
-        "launcher": [str(prefix / "bin" / "mpiexec"), "-n", "{procs}"],
+        # the job's CPUs (4 per node) exceed the machine's cores: no binding, oversubscribe
+        "launcher": [str(prefix / "bin" / "mpiexec"), "--oversubscribe", "--bind-to", "none",
+                     "-n", "{procs}"],
         "libmpi": str(prefix / lib.libmpi),
         "setup": [
             f"export PATH='{prefix}/bin':\"$PATH\"",
