@@ -183,7 +183,7 @@ def test_reports_written(tmp_path):
     names = {p.name for p in written}
     for n in ("castello_models", "network_params"):
         assert {f"{n}.md", f"{n}.tex", f"{n}.csv"} <= names
-    for n in ("castello_fig2", "castello_fig3", "maxrate_fig5"):
+    for n in ("castello_fig1", "castello_fig2", "castello_fig3", "maxrate_fig5"):
         assert {f"{n}.png", f"{n}.pdf"} <= names
         assert (tmp_path / "fig" / f"{n}.png").stat().st_size > 10_000
     t = pd.read_csv(tmp_path / "tables" / "castello_models.csv")
@@ -196,6 +196,12 @@ def test_reports_written(tmp_path):
     pf.write_text(json.dumps(models.Params.paper().to_dict()))
     written = cm.make_all(summary, tmp_path / "t2", tmp_path / "f2", params_json=pf)
     assert (tmp_path / "f2" / "castello_fig2.png").exists()
+    assert (tmp_path / "f2" / "castello_fig1.png").stat().st_size > 10_000  # paper's curves only
+    # Fig. 1: RNG at p = 50, n = 16 MiB with the paper's alpha, beta, gamma, by hand
+    xs, ys = cm.fig1_curves(**cm.CASTELLO)["delta"]
+    n, a, b, g = 16 * 2**20, 2e-6, 1 / 11.77e9, 1 / 32e9
+    want = n / (98 * a + 2 * n * 49 / 50 * b + n * 49 / 50 * g / 2) / 2**20  # delta = 2
+    assert ys["RNG"][list(xs).index(2.0)] == pytest.approx(want)
     assert len(pd.read_csv(tmp_path / "t2" / "castello_models.csv")) == 0
 
 

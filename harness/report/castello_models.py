@@ -35,6 +35,10 @@ Outputs of ``make_all(summary_csv, tables_dir, figures_dir, params_json=None)``:
   measured time and MiB/s, THEO, OVL and NOVL MiB/s, REAL/THEO;
 - ``tables_dir/network_params.{md,tex,csv}``: the fitted parameters beside Castelló's and SUARA
   Table 4's;
+- ``figures_dir/castello_fig1.{png,pdf}``: Fig. 1, THEO MiB/s of the five algorithms against
+  size (p = 50), p (n = 16 MiB), link bandwidth and delta x gamma (SRG s = 24), with Castelló's
+  parameters (solid) and the ping-pong fit of ``netparams.PREFERRED_LIBRARY`` (dashed; drawn
+  also without a ping-pong fit, then the paper's curves only);
 - ``figures_dir/castello_fig2.{png,pdf}``: per library (rows) and P (columns), measured MiB/s
   of RDB, RSA, LIN, RNG, SRG (solid) and the model "-T" (dashed);
 - ``figures_dir/castello_fig3.{png,pdf}``: RSA and RNG (columns) per P (rows): THEO, REAL,
@@ -58,6 +62,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import NullLocator
 
 from .. import maxrate, models, netparams
 from ..results import atomic_write_text
@@ -90,8 +96,9 @@ def segments(m: float, segment: float) -> float:
 
 
 def parts(alg: str, p: float, m: float, alpha: float, beta: float, gamma: float,
-          segment: float = 65536) -> tuple[float, float, float]:
-    """(L, B, A) of Table 1 in seconds for ``p`` processes and ``m`` bytes per process."""
+          segment: float = 65536, s: float | None = None) -> tuple[float, float, float]:
+    """(L, B, A) of Table 1 in seconds for ``p`` processes and ``m`` bytes per process. SRG's
+    segment count is ``s`` when given (Fig. 1 fixes s = 24), else ``ceil(m / segment)``."""
     p, m = float(p), float(m)
     if p < 2:
         return 0.0, 0.0, 0.0
@@ -106,15 +113,15 @@ def parts(alg: str, p: float, m: float, alpha: float, beta: float, gamma: float,
     if alg == "RNG":
         return 2 * (p - 1) * alpha, 2 * m * f * beta, m * f * gamma
     if alg == "SRG":
-        s = segments(m, segment)
+        s = segments(m, segment) if s is None else float(s)
         return ((2 * p + s - 3) * alpha, ((p + s - 2) * m / s + (p - 1) * m / p) * beta,
                 (p + s - 2) * m / s * gamma)
     raise ValueError(f"algorithm: expected one of {', '.join(ALGORITHMS)}, got {alg!r}")
 
 
-def variants(alg, p, m, alpha, beta, gamma, segment=65536) -> dict:
+def variants(alg, p, m, alpha, beta, gamma, segment=65536, s=None) -> dict:
     """THEO, OVL, NOVL times (s) of one algorithm (module doc)."""
-    L, B, A = parts(alg, p, m, alpha, beta, gamma, segment)
+    L, B, A = parts(alg, p, m, alpha, beta, gamma, segment, s)
     return {"THEO": L + B + A, "OVL": L + max(B, A), "NOVL": 2 * L + 2 * B + A}
 
 
@@ -323,6 +330,105 @@ def fig2(meas: pd.DataFrame, doc: dict, path) -> list[Path]:
     return style.save(fig, path)
 
 
+# Castelló et al., Fig. 1: the fixed values (caption and Sect. 3.3); n = 16 MiB is the caption's
+# top-right value, used for every panel with a fixed size (the text gives 2^20 bytes)
+FIG1 = {"p": 50, "n": 16 * 2**20, "s": 24, "delta": 1.0}
+
+
+def fig1_curves(alpha: float, beta: float, gamma: float) -> dict:
+    """Castelló et al., Fig. 1: THEO MiB/s (n / time) of each algorithm in four sweeps, with
+    the other three of n, p, beta and delta (gamma' = gamma / delta in s/B) fixed at ``FIG1``.
+    Returns {panel: (x values, {alg: MiB/s})}; bandwidth x values are 1/beta in B/s (100 MB/s
+    to 316 GB/s, the same for every parameter set; ``beta`` is used by the other panels)."""
+    p0, n0, s = FIG1["p"], FIG1["n"], FIG1["s"]
+    sweeps = {
+        "size": (_grid(2**4, 2**28, 2), lambda x: (p0, x, beta, gamma)),
+        "nodes": (np.unique(np.round(2.0 ** (np.arange(2, 17) / 2))).astype(float),
+                  lambda x: (x, n0, beta, gamma)),
+        "bandwidth": (np.logspace(8, 11.5, 29), lambda x: (p0, n0, 1 / x, gamma)),
+        "delta": (2.0 ** (np.arange(-12, 17) / 4), lambda x: (p0, n0, beta, gamma / x)),
+    }
+    out = {}
+    for panel, (xs, arg) in sweeps.items():
+        ys = {}
+        for alg in ALGORITHMS:
+            ys[alg] = np.array([_mibs(arg(x)[1], variants(alg, arg(x)[0], arg(x)[1], alpha,
+                                                           arg(x)[2], arg(x)[3], s=s)["THEO"])
+                                for x in xs])
+        out[panel] = (np.asarray(xs, dtype=float), ys)
+    return out
+
+
+def fig1(doc: dict | None, path) -> list[Path]:
+    """Castelló et al., Fig. 1 with the paper's parameters (solid) and, when the parameter file
+    has a ping-pong fit, the same curves with this machine's alpha, beta, gamma (dashed)."""
+    sets = [("Castelló et al.", CASTELLO, "-")]
+    mine = ""
+    if doc and doc.get("pingpong"):
+        pp, src = _pingpong_for(doc, netparams.PREFERRED_LIBRARY)
+        g = pp.get("gamma") or doc.get("gamma")
+        if g:
+            sets.append(("this machine", {"alpha": pp["alpha"], "beta": pp["beta"], "gamma": g},
+                         "--"))
+            mine = (f"dashed: this machine, {style.library_title(src)} ping-pong fit "
+                    f"({pp.get('level', '?')}): alpha = {tables.format_time(pp['alpha'])[0]}, "
+                    f"1/beta = {1 / pp['beta'] / 1e6:,.0f} MB/s, gamma = {1 / g / 4:.3g} FP32 "
+                    f"flop/s (4 B each)")
+    if not mine:
+        mine = "this machine not drawn: the parameter file has no ping-pong fit (harness fit)"
+    style.setup()
+    fig = Figure(figsize=(10.0, 7.6), layout="constrained")
+    axs = fig.subplots(2, 2)
+    panels = (("size", axs[0, 0], f"p = {FIG1['p']}"),
+              ("nodes", axs[0, 1], f"n = {tables.format_size(FIG1['n'])}"),
+              ("bandwidth", axs[1, 0], f"p = {FIG1['p']}, n = {tables.format_size(FIG1['n'])}"),
+              ("delta", axs[1, 1], f"p = {FIG1['p']}, n = {tables.format_size(FIG1['n'])}, "
+                                   "gamma x delta"))
+    handles = {}
+    for label, par, ls in sets:
+        curves = fig1_curves(par["alpha"], par["beta"], par["gamma"])
+        for panel, ax, _ in panels:
+            xs, ys = curves[panel]
+            xplot = xs / 1e6 if panel == "bandwidth" else xs
+            for alg in ALGORITHMS:
+                h, = ax.plot(xplot, ys[alg], ls=ls, lw=1.4 if ls == "-" else 1.1,
+                             color=style.color(NATIVE["openmpi"][alg]))
+                if ls == "-":
+                    handles.setdefault(alg, h)
+            if panel == "bandwidth":
+                ax.axvline(1 / par["beta"] / 1e6, color="0.5", ls=ls, lw=0.7)
+    for label, _, ls in sets:
+        handles[label] = Line2D([], [], color="0.2", ls=ls)
+    for panel, ax, fixed in panels:
+        if panel == "size":
+            _size_axis(ax, 2**4, 2**28, "message size n (bytes per node)")
+        elif panel == "nodes":
+            ax.set_xscale("log", base=2)
+            ax.set_xticks([2, 4, 8, 16, 32, 64, 128, 256])
+            ax.set_xticklabels(["2", "4", "8", "16", "32", "64", "128", "256"])
+            ax.set_xlabel("nodes p (one rank each)")
+        elif panel == "bandwidth":
+            ax.set_xscale("log", base=10)
+            ax.set_xlabel("link bandwidth 1/beta (MB/s; grey: each set's fitted value)")
+        else:
+            ax.set_xscale("log", base=2)
+            ticks = [2.0 ** k for k in range(-3, 5)]
+            ax.set_xticks(ticks)
+            ax.set_xticklabels([f"1/{int(1 / v)}" if v < 1 else f"{v:g}" for v in ticks])
+            ax.set_xlabel("delta (arithmetic rate = delta x gamma)")
+        ax.set_yscale("log")
+        ax.set_ylabel("MiB/s (n / time, THEO)")
+        ax.set_title(fixed + (f", SRG s = {FIG1['s']}"), fontsize=9)
+        ax.grid(True, which="major", lw=0.3, alpha=0.5)
+        ax.xaxis.set_minor_locator(NullLocator())  # also keeps the figure quick to draw
+    order = [k for k in (*ALGORITHMS, *(s[0] for s in sets)) if k in handles]
+    fig.legend([handles[k] for k in order], order, loc="outside right center")
+    fig.suptitle("Castelló et al., Fig. 1: Table 1 (THEO) throughput of the allreduce algorithms\n"
+                 "solid: paper's parameters (ALTEC, InfiniBand EDR): alpha = 2 µs, "
+                 "1/beta = 11,770 MB/s, gamma = 8e9 FP32 flop/s\n" + mine, fontsize=9)
+    return style.save(fig, path)
+
+
 VARIANT_STYLE = {"THEO": ("k", "--", None), "REAL": ("#d62728", "-", "o"),
                  "OVL": ("#1f77b4", ":", None), "NOVL": ("#2ca02c", "-.", None)}
 
@@ -438,7 +544,7 @@ def _net_from(fb: dict) -> str:
 
 
 OUTPUT_TABLES = ("castello_models", "network_params")
-OUTPUT_FIGURES = ("castello_fig2", "castello_fig3", "maxrate_fig5")
+OUTPUT_FIGURES = ("castello_fig1", "castello_fig2", "castello_fig3", "maxrate_fig5")
 
 
 def make_all(summary_csv, tables_dir, figures_dir, params_json=None) -> list[Path]:
@@ -449,6 +555,7 @@ def make_all(summary_csv, tables_dir, figures_dir, params_json=None) -> list[Pat
     t = model_table(meas if "pingpong" in doc else meas.iloc[0:0], doc)
     written += write_model_table(t, Path(tables_dir) / "castello_models", doc)
     written += write_params_table(params_table(doc), Path(tables_dir) / "network_params")
+    written += fig1(doc, Path(figures_dir) / "castello_fig1")
     if "pingpong" in doc:
         written += fig2(meas, doc, Path(figures_dir) / "castello_fig2")
         written += fig3(meas, doc, Path(figures_dir) / "castello_fig3")

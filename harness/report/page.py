@@ -49,6 +49,10 @@ OUTPUTS = {
                         "per library, P, algorithm and size: measured MiB/s (REAL) beside the "
                         "Table 1 model (THEO), fully overlapped (OVL) and not overlapped (NOVL), "
                         "all with the ping-pong parameters"),
+    "castello_fig1": ("Castelló et al.", "Fig. 1: Table 1 throughput against size, p, bandwidth "
+                      "and arithmetic rate",
+                      "MiB/s = n/THEO of RDB, RSA, LIN, RNG, SRG with the paper's alpha, beta, "
+                      "gamma (solid) and this machine's ping-pong fit (dashed)"),
     "castello_fig2": ("Castelló et al.", "Fig. 2: theoretical (-T) against real throughput",
                       "per P: MiB/s of RDB, RSA, LIN, RNG, SRG measured (solid) and modelled "
                       "with the ping-pong parameters (dashed); higher is better"),
