@@ -155,14 +155,33 @@ def openmpi_in_the_allocation():
             "export SLURM_TASKS_PER_NODE=\"$((nt / nn))(x$nn)\""]}}
 
 
-@pytest.mark.parametrize("path", CONFIGS, ids=IDS)
-def test_cut_down_paper_config_runs_on_slurm(tmp_path, path, local_slurm_cluster):
+def merged_cut_down():
+    """One campaign of every paper config cut down, its experiments (and sgd entries) named
+    <config>.<experiment>: one Snakemake workflow, whose start, Slurm polling and report
+    stages the four configs share (four workflows took 7 minutes here, over CI's budget)."""
+    merged = None
+    for path in CONFIGS:
+        tiny = cut_down(yaml.safe_load(path.read_text()), campaign="tiny", stopping=FAST_STOP,
+                        max_sizes=1, libraries=openmpi_in_the_allocation())
+        tiny["experiments"] = {f"{path.stem}.{k}": v for k, v in tiny["experiments"].items()}
+        if tiny.get("sgd"):
+            tiny["sgd"] = {f"{path.stem}.{k}": v for k, v in tiny["sgd"].items()}
+        if merged is None:
+            merged = tiny
+            continue
+        assert tiny["stopping"] == merged["stopping"], (path.name, tiny["stopping"])
+        merged["experiments"].update(tiny["experiments"])
+        if tiny.get("sgd"):
+            merged.setdefault("sgd", {}).update(tiny["sgd"])
+    return merged
+
+
+def test_cut_down_paper_configs_run_on_slurm(tmp_path, local_slurm_cluster):
     from harness.config import load
     from harness.plan import expand
 
-    doc = yaml.safe_load(path.read_text())
-    tiny = cut_down(doc, campaign="tiny", stopping=FAST_STOP, max_sizes=1,
-                    libraries=openmpi_in_the_allocation())
+    tiny = merged_cut_down()
+    assert {n.split(".")[0] for n in tiny["experiments"]} == set(IDS)
     # pip MPICH's start-up over Slurm's pmi2 with two slurmd on one host fails now and then
     # (tests/test_slurm.py): such a run is recorded failed within seconds; once more from scratch
     for attempt in range(2):
@@ -185,8 +204,8 @@ def test_cut_down_paper_config_runs_on_slurm(tmp_path, path, local_slurm_cluster
     for ex in cfg_obj.experiments:  # every experiment's cells are in the summary
         sub = type(cfg_obj)(**{**cfg_obj.__dict__, "experiments": (ex,)})
         want = {c.cell_id for r in expand(sub) for c in r.cells}
-        assert want and want <= measured, f"{path.name}: {ex.name}: {len(want - measured)} " \
-                                          f"cells missing from summary.csv"
+        assert want and want <= measured, f"{ex.name}: {len(want - measured)} cells missing " \
+                                          f"from summary.csv"
     tables = base / "results" / "tiny" / "tables"
     figures = base / "figures" / "tiny"
     assert (base / "results" / "tiny" / "check.json").is_file()
@@ -199,6 +218,11 @@ def test_cut_down_paper_config_runs_on_slurm(tmp_path, path, local_slurm_cluster
             assert (tables / name).stat().st_size > 0
         for name in ("pap_fig10", "pap_fig11", "pap_fig12"):
             assert (figures / f"{name}.png").stat().st_size > 0
+    if (df.algorithm == "pingpong").any():
+        assert (tables / "pingpong.md").stat().st_size > 0
+        assert (base / "results" / "tiny" / "model_params.json").is_file()
+    if df.algorithm.isin(["nap", "smp"]).any():
+        assert (figures / "node_aware_vs_size.png").stat().st_size > 0
     for sgd in (tiny.get("sgd") or {}):
         if tiny["sgd"][sgd].get("enabled", True):
             assert (tables / f"sgd_{sgd}.md").is_file()
