@@ -2,7 +2,7 @@
 # and the theory-vs-measurement reports that use them (harness/report/castello_models.py):
 #   fit_params             -> results/<c>/model_params.json (the file `harness fit` writes)
 #   report_castello_models -> tables/castello_models.*, tables/network_params.*,
-#                             figures/<c>/castello_fig2.*, castello_fig3.*, maxrate_fig5.*
+#                             figures/<c>/castello_fig{1,2,3}.*, maxrate_fig5.*
 # Both only when the campaign has pingpong cells; `rule all` asks for PARAMS_OUTPUTS. Figs. 2-3
 # need native allreduce cells too (a placeholder says so when there are none).
 
