@@ -568,14 +568,7 @@ def make_all(summary_csv, tables_dir, figures_dir, params_json=None) -> list[Pat
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) not in (3, 4):
-        print("usage: python -m harness.report.castello_models SUMMARY_CSV TABLES_DIR FIGURES_DIR "
-              "[MODEL_PARAMS_JSON]", file=sys.stderr)
-        return 2
-    for p in make_all(*argv):
-        print(p)
-    return 0
+    return style.command_line(make_all, "castello_models", "SUMMARY_CSV TABLES_DIR FIGURES_DIR [MODEL_PARAMS_JSON]", argv, optional=1)
 
 
 if __name__ == "__main__":

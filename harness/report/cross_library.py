@@ -288,14 +288,7 @@ def make_all(summary_csv, tables_dir, figures_dir, reference: str | None = None)
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) not in (3, 4):
-        print("usage: python -m harness.report.cross_library SUMMARY_CSV TABLES_DIR FIGURES_DIR "
-              "[REFERENCE]", file=sys.stderr)
-        return 2
-    for p in make_all(*argv):
-        print(p)
-    return 0
+    return style.command_line(make_all, "cross_library", "SUMMARY_CSV TABLES_DIR FIGURES_DIR [REFERENCE]", argv, optional=1)
 
 
 if __name__ == "__main__":

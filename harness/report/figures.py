@@ -397,14 +397,7 @@ def make_all(summary_csv, tables_dir, figures_dir, libraries=None) -> list[Path]
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 3:
-        print("usage: python -m harness.report.figures SUMMARY_CSV TABLES_DIR FIGURES_DIR",
-              file=sys.stderr)
-        return 2
-    for p in make_all(*argv):
-        print(p)
-    return 0
+    return style.command_line(make_all, "figures", "SUMMARY_CSV TABLES_DIR FIGURES_DIR", argv)
 
 
 if __name__ == "__main__":

@@ -670,14 +670,7 @@ def fitted_params(summary_csv):
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 3:
-        print("usage: python -m harness.report.node_aware SUMMARY_CSV TABLES_DIR FIGURES_DIR",
-              file=sys.stderr)
-        return 2
-    for p in make_all(*argv):
-        print(p)
-    return 0
+    return style.command_line(make_all, "node_aware", "SUMMARY_CSV TABLES_DIR FIGURES_DIR", argv)
 
 
 if __name__ == "__main__":

@@ -572,14 +572,7 @@ def make_pap(summary_csv, tables_dir, figures_dir) -> list[Path]:
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 3:
-        print("usage: python -m harness.report.pap SUMMARY_CSV TABLES_DIR FIGURES_DIR",
-              file=sys.stderr)
-        return 2
-    for p in make_pap(*argv):
-        print(p)
-    return 0
+    return style.command_line(make_pap, "pap", "SUMMARY_CSV TABLES_DIR FIGURES_DIR", argv)
 
 
 if __name__ == "__main__":

@@ -197,14 +197,7 @@ def make_all(summary_csv, tables_dir, figures_dir) -> list[Path]:
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 3:
-        print("usage: python -m harness.report.pingpong SUMMARY.csv TABLES_DIR FIGURES_DIR",
-              file=sys.stderr)
-        return 2
-    for p in make_all(*argv):
-        print(p)
-    return 0
+    return style.command_line(make_all, "pingpong", "SUMMARY_CSV TABLES_DIR FIGURES_DIR", argv)
 
 
 if __name__ == "__main__":
