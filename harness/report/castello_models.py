@@ -308,7 +308,9 @@ def fig2(meas: pd.DataFrame, doc: dict, path) -> list[Path]:
             for alg in ALGORITHMS:
                 if alg not in NATIVE.get(lib, {}):
                     continue
-                nat = NATIVE[lib][alg]
+                # one colour and marker per Table 1 algorithm in every panel (MPICH names RSA
+                # reduce_scatter_allgather): Open MPI's name of it picks them
+                nat = NATIVE["openmpi"][alg]
                 c = style.color(nat)
                 h, = ax.plot(xs, [_mibs(x, variants(alg, P, x, pp["alpha"], pp["beta"], g, seg)["THEO"])
                                   for x in xs], ls="--", lw=0.9, color=c)
