@@ -134,9 +134,10 @@ def _no_workload(d: pd.DataFrame) -> pd.DataFrame:
 def load_native(summary_csv, like: pd.DataFrame | None = None) -> pd.DataFrame:
     """The libraries' own allreduce beside RD/SMP/NAP: ``native:smp`` (MPICH's SMP) and every
     library's ``native:auto``, at the dtype, op and delay of the harness rows ``like`` (their
-    most frequent ones when ``like`` is empty), single calls timed per call. Columns as in
-    ``load`` plus ``series`` (``<algorithm>@<library>``); ``n_nodes`` is the run's node count
-    (1 on one machine) and ``ppn`` P / nodes: the REAL layout the library sees."""
+    most frequent ones when ``like`` is empty) and within its sizes, single calls timed per
+    call. Columns as in ``load`` plus ``series`` (``<algorithm>@<library>``); ``n_nodes`` is
+    the run's node count (1 on one machine) and ``ppn`` P / nodes: the REAL layout the library
+    sees."""
     d = _no_workload(_read(summary_csv))
     d = d[d["algorithm"].isin(NATIVE)].copy()
     if "timing" in d:
@@ -150,6 +151,11 @@ def load_native(summary_csv, like: pd.DataFrame | None = None) -> pd.DataFrame:
         if col in d:
             ref = like[col] if like is not None and len(like) and col in like else d[col]
             d = d[d[col] == ref.mode().iloc[0]]
+    if like is not None and len(like) and "size" in like:
+        # only the sizes the harness rows span: AUTO cells of other experiments (1 MiB, ...)
+        # would stretch the size axis past the comparison
+        sizes = pd.to_numeric(like["size"], errors="coerce")
+        d = d[d["size"].between(sizes.min(), sizes.max())]
     nodes = pd.to_numeric(d["nodes"], errors="coerce") if "nodes" in d else None
     d["n_nodes"] = nodes.fillna(1) if nodes is not None else 1
     d["ppn"] = d["procs"] / d["n_nodes"]
