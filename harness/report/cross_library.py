@@ -248,12 +248,15 @@ def figure_normalised(t: pd.DataFrame, base) -> list[Path]:
     by size."""
     ref = style.library_title(t.attrs.get("reference") or REFERENCE)
     title = f"Speedup over {ref} AUTO (Castelló et al., Fig. 10 right style)"
-    panels = list(_panels(t)) if len(t) else []
+    # a panel needs the reference's AUTO: P values only other libraries ran have no ratio
+    panels = [(pt, g) for pt, g in (_panels(t) if len(t) else [])
+              if np.isfinite(g[["auto_speedup", "best_speedup"]].to_numpy(float)).any()]
     if not panels:
-        return style.placeholder(base, title, "no native cells with a time")
+        return style.placeholder(base, title, f"no P with {ref} AUTO and another library")
     fig, axes = _grid(len(panels), 5.6, 3.4)
     for ax, (ptitle, g) in zip(axes, panels):
-        sizes = sorted(g["size"].unique())
+        ratio = np.isfinite(g[["auto_speedup", "best_speedup"]].to_numpy(float)).any(axis=1)
+        sizes = sorted(g.loc[ratio, "size"].unique())  # the sizes with a ratio to draw
         series = []
         for lib in sorted(g["library"].unique(), key=style.library_sort_key):
             d = g[g["library"] == lib].set_index("size").reindex(sizes)

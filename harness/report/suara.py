@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -431,7 +432,9 @@ def grid_figure(d: pd.DataFrame, params: models.Params, how: str, path) -> list[
 
 
 def agreement_figure(agree: pd.DataFrame, path) -> list[Path]:
-    fig = Figure(figsize=(3.2, 2.4), layout="constrained")
+    groups = agree.groupby(["library", "model"] if "model" in agree.columns else ["library"],
+                           sort=False).ngroups if len(agree) else 1
+    fig = Figure(figsize=(max(3.2, 1.5 * groups + 0.8), 2.6), layout="constrained")
     ax = fig.subplots()
     if agree.empty:
         _empty(ax, "no grid sweep to compare with the model")
@@ -439,8 +442,8 @@ def agreement_figure(agree: pd.DataFrame, path) -> list[Path]:
         keys = ["library", "model"] if "model" in agree.columns else ["library"]
         share = agree.groupby(keys, sort=False)["agree"].apply(lambda x: (x == "yes").mean() * 100)
         n = agree.groupby(keys, sort=False).size()
-        names = [style.library_title(k[0]) + "\n" + str(k[1]) if isinstance(k, tuple)
-                 else style.library_title(k) for k in share.index]
+        names = [style.library_title(k[0]) + "\n" + textwrap.fill(str(k[1]), 16)
+                 if isinstance(k, tuple) else style.library_title(k) for k in share.index]
         crowded = (agree.groupby(keys, sort=False)["timing claim"].apply(lambda x: (x != "yes").any())
                    if "timing claim" in agree.columns else pd.Series(False, index=share.index))
         bars = ax.bar(names, share.values, color="white", edgecolor=style.color("native:auto"),
