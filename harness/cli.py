@@ -835,8 +835,8 @@ def build_parser() -> argparse.ArgumentParser:
                         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     q.add_argument("--params", default=None,
                    help="JSON file: harness fit's model_params.json (Hockney keys, optional "
-                        "'maxrate' object); default the campaign's model_params.json, else the "
-                        "paper's Table 4 and illustrative max-rate values")
+                        "'maxrate' object), or 'paper' (Table 4 and illustrative max-rate "
+                        "values); default the campaign's model_params.json, else 'paper'")
     q.add_argument("--campaign", default="adhoc",
                    help="campaign whose measured region is outlined and whose files are written")
     q.add_argument("--max-procs", type=_int_at_least(4), default=16384, help="largest P")

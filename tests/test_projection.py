@@ -133,8 +133,11 @@ def test_params_from_combined_file_and_errors(tmp_path):
     # only the Hockney part: max-rate defaults, said so
     f.write_text(json.dumps(fitted.to_dict()))
     assert "illustrative" in pr.load_params(f).maxrate_source
-    # no file: the paper's and the defaults
+    # no file: the paper's and the defaults; "paper" asks for them even beside a campaign's file
     assert pr.load_params(None, tmp_path / "nowhere").hockney == models.Params.paper()
+    f.write_text(json.dumps(doc))
+    assert pr.load_params("paper", tmp_path).hockney == models.Params.paper()
+    assert pr.load_params(None, tmp_path).hockney != models.Params.paper()
     for bad, match in [("{", "not valid JSON"), ("[1]", "expected a JSON object"),
                        ('{"foo": 1}', "no model parameters"),
                        ('{"ab": {"rs": [1e-6, 1e-10]}}', "'gamma'"),

@@ -186,8 +186,11 @@ def parse_params(doc, where: str) -> ProjectionParams:
 
 
 def load_params(params_file=None, campaign_dir=None) -> ProjectionParams:
-    """``params_file`` if given (errors name it), else ``<campaign_dir>/model_params.json`` when
-    it exists, else the paper's and the illustrative defaults."""
+    """``params_file`` if given (errors name it; ``paper``: the paper's, as ``harness model
+    suara2 --params paper``), else ``<campaign_dir>/model_params.json`` when it exists, else
+    the paper's and the illustrative defaults."""
+    if params_file == "paper":
+        params_file, campaign_dir = None, None
     path = Path(params_file) if params_file else None
     if path is None and campaign_dir is not None:
         cand = Path(campaign_dir) / "model_params.json"
