@@ -95,7 +95,7 @@ def combine(rows: list[dict], confidence: float = 0.95, precision: float = 0.025
         error=None if status == "ok" else (
             f"launch means disagree: between-launch half-width {rel:.1%} of the mean"
             if disagree else "not every launch converged"),
-        algbw=algbw, busbw=bus_bandwidth(str(base["algorithm"]), algbw, procs),
+        algbw=algbw, busbw=bus_bandwidth(str(base.get("algorithm") or ""), algbw, procs),
         finished=max(str(r.get("finished") or "") for r in rows),
         oversubscribed=any(bool(r.get("oversubscribed")) for r in usable),
     )

@@ -105,3 +105,12 @@ def test_workflow_resume_keeps_finished_launches(tmp_path):
     assert lost.is_file()
     df = summary(tmp_path)
     assert len(df) == 2 and set(df.launches) == {2}
+
+
+def test_bus_bandwidth_of_an_allreduce_and_of_a_point_to_point_row():
+    from harness.launches import bus_bandwidth
+
+    assert bus_bandwidth("native:ring", 100.0, 4) == 150.0  # 2(P-1)/P of the message per link
+    assert bus_bandwidth("pingpong", 100.0, 4) == 100.0  # one link, once
+    assert bus_bandwidth("reduce_local", 100.0, 2) == 100.0
+    assert bus_bandwidth("native:ring", None, 4) is None
