@@ -208,8 +208,9 @@ def grid_comms(ctx, comm, dims: tuple) -> tuple[list, float]:
     grid) and kept for the process (``_COMMS``; a cell's ``ctx`` lives for one cell only): the
     cells of one launch on the same grid reuse them (MPI has a few thousand communicator ids
     per process, and a 36-combination sweep has hundreds of cells)."""
+    cache = _cache(ctx, comm)
     key = ("grid-comms", comm.py2f(), tuple(dims))
-    if key not in _COMMS:
+    if key not in cache:
         coords, r = [], comm.Get_rank()
         for d in reversed(dims):
             r, c = divmod(r, d)
@@ -223,17 +224,27 @@ def grid_comms(ctx, comm, dims: tuple) -> tuple[list, float]:
             for d, c in zip(dims, coords[:level] + [0] + coords[level + 1:]):
                 color = color * d + c
             comms.append(comm.Split(color, coords[level]))
-        _COMMS[key] = (comms, comm.allreduce(time.perf_counter() - t0, op=_max()))
-    return _COMMS[key]
+        cache[key] = (comms, comm.allreduce(time.perf_counter() - t0, op=_max()))
+    return cache[key]
+
+
+def _cache(ctx, comm) -> dict:
+    """Where the splits of ``comm`` are kept: the process-wide ``_COMMS`` for a real
+    communicator; the cell's ``ctx`` for a wrapper such as the counting communicator
+    (``harness/counting.py``), made anew for every count and sharing the real one's handle."""
+    from mpi4py import MPI
+
+    return _COMMS if isinstance(comm, MPI.Comm) else ctx.scratch
 
 
 def _stage(ctx, name: str, comm):
     """``_sub_algorithm`` once per (sub-communicator, name): Open MPI's forcing duplicates
     the communicator, which must not happen again for every cell."""
+    cache = _cache(ctx, comm)
     key = ("stage", comm.py2f(), name)
-    if key not in _COMMS:
-        _COMMS[key] = _sub_algorithm(name, comm)
-    return _COMMS[key]
+    if key not in cache:
+        cache[key] = _sub_algorithm(name, comm)
+    return cache[key]
 
 
 def prepare(comm, sendbuf, recvbuf, op, ctx):
