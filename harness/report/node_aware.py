@@ -128,7 +128,8 @@ def load(summary_csv) -> pd.DataFrame:
 def _no_workload(d: pd.DataFrame) -> pd.DataFrame:
     if "params" not in d:
         return d
-    return d[~d["params"].map(lambda t: "workload" in _json(t))]
+    workload = d["params"].map(lambda t: "workload" in _json(t)).astype(bool)
+    return d[~workload]  # (bool: an empty object mask would select columns instead of rows)
 
 
 def load_native(summary_csv, like: pd.DataFrame | None = None) -> pd.DataFrame:
