@@ -153,3 +153,24 @@ def test_rule_is_wired_when_two_libraries_have_native_cells():
     assert "CROSS_LIBRARY = len(NATIVE_LIBRARIES) >= 2" in report
     for f in ("Snakefile", "workflow/rules/page.smk"):
         assert "rules.report_cross_library.output if CROSS_LIBRARY else []" in (REPO / f).read_text()
+
+
+def test_a_failed_cell_without_version_beside_timed_ones_draws(summary, tmp_path):
+    """The shape that broke the cut-down paper campaign: a cell that failed before its first
+    repetition has no library version, while the same library's other cells at that P and
+    size have one; and a library measured in two versions. Both figures still draw, the
+    failed cell joins its library's row, and each version is a series of its own."""
+    extra = _row("mpich", "native:segmented_ring", 2, 64 * KIB, float("nan"), status="failed")
+    extra["library_version"] = float("nan")  # what the summary holds for a cell that never ran
+    extra_auto = _row("openmpi", "native:auto", 2, 4 * KIB, 30 * US)
+    extra_auto["library_version"] = "Open MPI v4.1.6"  # a second Open MPI
+    df = pd.concat([summary, pd.DataFrame([extra, extra_auto])], ignore_index=True)
+    t = xl.table(df)
+    mpich = t[(t["library"] == "mpich") & (t["procs"] == 2) & (t["size"] == 64 * KIB)]
+    assert len(mpich) == 1 and mpich.iloc[0]["best_algorithm"] == "native:ring"
+    assert set(t.loc[t["library"] == "openmpi", "library_version"]) == {
+        "Open MPI v5.0.8", "Open MPI v4.1.6"}
+    path = tmp_path / "summary.csv"
+    df.to_csv(path, index=False)
+    written = xl.make_all(path, tmp_path / "tables", tmp_path / "fig")
+    assert len(written) == 7 and all(p.stat().st_size > 0 for p in written)

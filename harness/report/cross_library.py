@@ -183,6 +183,16 @@ def _panels(t: pd.DataFrame):
         yield title, g
 
 
+def _series(g: pd.DataFrame):
+    """(library, version, rows, label) per library version of a panel, libraries in their
+    usual order: a library measured in two versions draws two series, one row per size each
+    (``table`` has one row per library, version, P, condition and size)."""
+    for (lib, version), d in sorted(g.groupby(["library", "library_version"], dropna=False),
+                                    key=lambda kv: (style.library_sort_key(kv[0][0]),
+                                                    str(kv[0][1]))):
+        yield lib, version, d, style.library_label(lib, version)
+
+
 def _grid(n: int, width: float, height: float):
     from matplotlib.figure import Figure
 
@@ -219,9 +229,8 @@ def figure(t: pd.DataFrame, base) -> list[Path]:
         return style.placeholder(base, title, "no native cells with a time")
     fig, axes = _grid(len(panels), 5.2, 3.4)
     for ax, (ptitle, g) in zip(axes, panels):
-        for lib in sorted(g["library"].unique(), key=style.library_sort_key):
-            d = g[g["library"] == lib].sort_values("size")
-            name = style.library_label(lib, d["library_version"].iloc[0])
+        for lib, _version, d, name in _series(g):
+            d = d.sort_values("size")
             for who, ls in (("auto", "-"), ("best", "--")):
                 s = d.rename(columns={f"{who}_{c}": c for c in ("mean", "ci_low", "ci_high")})
                 x, y, err = _throughput(s)
@@ -258,13 +267,15 @@ def figure_normalised(t: pd.DataFrame, base) -> list[Path]:
         ratio = np.isfinite(g[["auto_speedup", "best_speedup"]].to_numpy(float)).any(axis=1)
         sizes = sorted(g.loc[ratio, "size"].unique())  # the sizes with a ratio to draw
         series = []
-        for lib in sorted(g["library"].unique(), key=style.library_sort_key):
-            d = g[g["library"] == lib].set_index("size").reindex(sizes)
+        several = g.groupby("library")["library_version"].nunique()
+        for lib, version, d, name in _series(g):
+            d = d.set_index("size").reindex(sizes)
+            name = name if several[lib] > 1 else style.library_title(lib)
             for who, hatch in (("auto", "//"), ("best", "")):
                 v = d[f"{who}_speedup"].to_numpy(float)
                 err = np.vstack([v - d[f"{who}_speedup_low"].to_numpy(float),
                                  d[f"{who}_speedup_high"].to_numpy(float) - v])
-                series.append((f"{style.library_title(lib)} {who.upper()}", v,
+                series.append((f"{name} {who.upper()}", v,
                                np.clip(np.nan_to_num(err, nan=0.0), 0, None), _colour(lib), hatch))
         _bars(ax, [tables.format_size(s) for s in sizes], series)
         ax.axhline(1.0, color="0.3", linewidth=0.8)

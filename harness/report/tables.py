@@ -75,6 +75,13 @@ def prepare(df: pd.DataFrame, workloads: bool = False) -> pd.DataFrame:
     for col in ("library", "algorithm", "status", "dtype", "op", "delay", "metric"):
         d[col] = d[col].astype(str)
     d["library_version"] = d["library_version"].fillna("").astype(str)
+    # a cell that failed before its first repetition records no version: it takes its
+    # library's version when the library was measured in exactly one
+    for lib, versions in d.groupby("library")["library_version"]:
+        known = set(versions) - {""}
+        if len(known) == 1:
+            d.loc[(d["library"] == lib) & (d["library_version"] == ""), "library_version"] = (
+                known.pop())
     d["params"] = d["params"].fillna("{}").astype(str)
     d["finished"] = d["finished"].fillna("").astype(str)
     ident = ["library", "library_version", "algorithm", "params", "procs", "size", *CONTEXT]
