@@ -43,8 +43,13 @@ demo: setup
 	done
 	@echo "summary: results/demo/summary.csv"
 
+# the tests in parallel (pytest-xdist; tests that share the local Slurm run on one worker),
+# the 30 slowest listed, a JUnit report for .ci/run; TEST_WORKERS=0 runs them in one process
+TEST_WORKERS ?= 3
+TEST_REPORT  ?= .test-report.xml
 test: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=30 \
+	  --junitxml=$(TEST_REPORT)
 
 # the benchmarks (benchmarks/all.py): ratios measured in one run, interleaved launches
 bench: setup

@@ -49,7 +49,6 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
@@ -290,7 +289,6 @@ def fit_file(summary_csv, campaign: str | None = None, library: str = "openmpi",
     """The combined ``model_params.json`` document of a campaign's summary (module doc).
     ``gamma`` given overrides the reduce_local fit. Raises FitError when the summary has
     neither native allreduce cells nor ping-pong cells."""
-    from .dnn.workload import without
 
     summary_csv = Path(summary_csv)
     df = pd.read_csv(summary_csv)

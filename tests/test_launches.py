@@ -4,7 +4,6 @@ launches."""
 
 import json
 import math
-import subprocess
 
 import numpy as np
 import pandas as pd

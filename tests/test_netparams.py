@@ -3,7 +3,6 @@ model_params.json, `harness fit` / `harness model nap --params`, and the Castell
 model reports (harness/report/castello_models.py)."""
 
 import json
-import math
 
 import pandas as pd
 import pytest

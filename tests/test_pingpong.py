@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import FAST, execute_run, fast_settings, harness
+from conftest import execute_run, fast_settings, harness
 from harness import config, plan, results
 from harness.algorithms import REGISTRY, p2p_bench
 from harness.plan import Cell
