@@ -213,6 +213,12 @@ def cmd_run(args, parser) -> int:
                 emulated(args.procs, ppn)
         except LayoutError as exc:
             err(f"argument --param: {exc}")
+    if lib.local:  # the buffers of every rank must fit in this machine's memory
+        from .memory import too_big
+
+        why = too_big(args.size, args.procs)
+        if why:
+            err(f"argument --size: {why}")
     try:
         level = plan.resolve_thread_level(args.thread_level, args.algorithm, params)
     except ValueError as exc:
@@ -270,6 +276,18 @@ def _rerun_cell(args, parser) -> int:
         parser.error("argument --cell: name the campaign the cell belongs to (--campaign)")
     campaign = _load_campaign(args.configfile, args.campaign, parser, "--campaign")
     try:
+        hits = rerun.find(campaign.runs.values(), args.cell)
+    except rerun.UnknownCell as exc:
+        parser.error(f"argument --cell: {exc}")
+    for planned, cell in hits:
+        lib = plan.library_for(campaign.cfg, planned.library)
+        if lib.local and campaign.cfg.launch != "srun":  # launched here: it must fit
+            from .memory import too_big
+
+            why = too_big(cell.size, cell.procs)
+            if why:
+                parser.error(f"argument --cell: {args.cell}: {why}")
+    try:
         updated = rerun.rerun(campaign, args.cell, timeout=campaign.cfg.run_walltime)
     except rerun.UnknownCell as exc:
         parser.error(f"argument --cell: {exc}")
@@ -287,6 +305,11 @@ def _present(value) -> bool:
     return value is not None and value == value
 
 
+def _bandwidth(value) -> str:
+    """Bytes per second in MiB/s; n/a where there is none (a 0-byte message, no mean)."""
+    return f"{value / 2**20:.1f} MiB/s" if _present(value) and value > 0 else "n/a"
+
+
 def _print_row(r, store) -> None:
     if r.status in ("ok", "not-converged") and _present(r["mean"]):
         hw = (r.ci_high - r.ci_low) / 2 if _present(r.ci_high) else float("nan")
@@ -295,8 +318,8 @@ def _print_row(r, store) -> None:
               + (f" over {int(r.launches)} launches" if many else "") + "), "
               f"median {format_time(r['median'])}, n={int(r.within_n if many else r.n)}, "
               f"converged={'yes' if r.converged else 'no'}, status={r.status}")
-        if _present(r.algbw):
-            print(f"  algbw {r.algbw / 2**20:.1f} MiB/s, busbw {r.busbw / 2**20:.1f} MiB/s")
+        print(f"  algbw {_bandwidth(r.algbw)}, busbw {_bandwidth(r.busbw)}"
+              + (" (a 0-byte message moves no data)" if int(r["size"]) == 0 else ""))
     else:
         print(f"  status={r.status}" + (f" after {int(r.n)} repetition(s)" if _present(r.n) else ""))
     if isinstance(r.error, str) and r.error:
