@@ -321,17 +321,19 @@ def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None,
             entry.update(status="failed", error=reason, stats={}, converged=False,
                          finished=results.now())
             return entry, None
-    m = _Cell(comm, cell, settings, seed, algorithm)
-    procs = m.procs
-    if m.body is not None and imb:
-        raise ValueError(f"timing: {cell.algorithm} is timed per repetition, not 'imb'")
     budget = (settings.get("oversubscribed_time_budget") or None) if oversubscribed else None
     if imb:
         iterations = int(settings.get("imb_iterations") or imb_iterations(cell.size))
         limit = stats.rep_limit(rule, cell.size * iterations, settings.get("max_volume"))
     else:
         limit = stats.rep_limit(rule, cell.size, settings.get("max_volume"))
+    # before the cell's clock starts: the t table for max_reps = 1e5 takes about a second,
+    # which would eat an oversubscribed cell's budget before its first repetition
     running = stats.Running(rule, limit)
+    m = _Cell(comm, cell, settings, seed, algorithm)
+    procs = m.procs
+    if m.body is not None and imb:
+        raise ValueError(f"timing: {cell.algorithm} is timed per repetition, not 'imb'")
 
     def verdict(every, rep):
         if (every[:, _OK] < 0).any():

@@ -114,17 +114,34 @@ def test_thread_level_below_need_and_imb_with_delays_are_refused_on_the_cli(resu
 
 
 def test_oversubscribed_launch_is_marked_and_gets_its_own_budget(results_root):
+    """P = cores + 1 with an unreachable precision and more repetitions than the budget
+    allows: only a time budget can end the cell, and it is the oversubscribed one (2 s), not
+    the normal one (120 s), that does, after measuring for that long."""
     import os
 
+    import numpy as np
+
     procs = (os.cpu_count() or 1) + 1
+    budget, normal_budget, max_reps = 2.0, 120.0, 100_000
     cells = [Cell("mpich", "native:auto", procs, 4096)]
     outcome, doc, store = execute_run(
         results_root, "mpich", cells,
-        settings=fast_settings(precision=1e-9, max_reps=10**6, time_budget=60.0,
-                               oversubscribed_time_budget=0.5))
+        settings=fast_settings(precision=1e-9, max_reps=max_reps, warmup=0,
+                               time_budget=normal_budget, oversubscribed_time_budget=budget))
     assert outcome == "complete"
     (c,) = doc["cells"]
     assert c["status"] == "not-converged" and c["record"]["oversubscribed"] is True
+    raw = pq.read_table(store.raw(doc["run_id"])).to_pandas()
+    n = c["stats"]["n"]
+    assert n == len(raw) and n < max_reps  # precision never holds: a budget ended it
+    arrival, finish = np.stack(raw.arrival), np.stack(raw.finish)  # (reps, ranks), one clock
+    since_first = finish - arrival[0]  # each rank's seconds from its first arrival
+    # the budget is checked after every repetition: all but the last ended inside it (with
+    # the normal budget they would go on for 120 s) ...
+    assert (since_first[:-1] < budget).all(), since_first.max(axis=1)
+    # ... and the last one ended past it, less the first repetition's two barriers: the
+    # cell measured for its budget, not one repetition
+    assert since_first[-1].max() >= 0.5 * budget, (n, since_first[-1])
     from harness.results import rebuild_summary
 
     df = rebuild_summary(store)
