@@ -13,7 +13,9 @@ so a site can check the whole path on two nodes in minutes before spending node-
   whose product is the kept P, or that P's factorisations with as many dimensions when none
   fits (one P then, the largest allowed); ``ppn`` values dividing every kept P, else 2 (P kept even);
   ``compute`` replaced by ``compute`` given here; any other swept parameter (a list, e.g.
-  SUARA2's ``row`` and ``col``) cut to its first ``max_sweep`` values;
+  SUARA2's ``row`` and ``col``) cut to its first ``max_sweep`` values (default one: further
+  values take the same code path, and on Open MPI each forced row or column algorithm is a
+  launch of its own);
 * algorithms: a glob over native algorithms (``native:*``) becomes AUTO and ``max_native``
   forced algorithms all the experiment's libraries have (the ring first): each forced
   algorithm is a launch of its own;
@@ -175,7 +177,7 @@ def _cut_sgd(entry: dict, *, max_procs: int, max_nodes: int) -> dict:
 
 def cut_down(doc: dict, *, campaign: str | None = None, max_procs: int = 4, max_nodes: int = 2,
              max_p: int = 2, max_sizes: int = 2, max_delays: int = 1, compute: str = "5ms",
-             max_native: int = 1, max_sweep: int = 2,
+             max_native: int = 1, max_sweep: int = 1,
              stopping: dict | None = None, run_walltime: str = "5min",
              libraries: dict | None = None) -> dict:
     """The config mapping ``doc`` (as loaded from YAML) cut down as the module says; every

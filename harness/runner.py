@@ -127,6 +127,7 @@ def _execute(store, spec, timeout, stdout, stderr) -> str:
         if rc is None:
             results.mark_unfinished(spec, "timeout",
                                     f"run exceeded its wall-time limit of {timeout:g} s")
+            _record_start_attempts(spec, attempt + 1)
             return "timeout"
         # A launch that failed before the bench wrote its journal died in the launcher or in
         # MPI's start-up (a transient fault of the kind clusters have, e.g. a rank killed, a
@@ -134,21 +135,47 @@ def _execute(store, spec, timeout, stdout, stderr) -> str:
         # own refusals (thread level, rank count) exit BENCH_REFUSED and are not retried.
         if rc not in (0, BENCH_REFUSED) and attempt < START_RETRIES \
                 and _stamp(Path(spec["outputs"]["progress"])) == journal:
-            print(f"harness: run {spec['run_id']}: the launch died before measuring (status {rc}); "
-                  f"launching again ({attempt + 2} of {START_RETRIES + 1})", file=sys.stderr,
-                  flush=True)
+            _say_relaunch(store, spec, f"the launch died before measuring (status {rc}); "
+                                       f"launching again ({attempt + 2} of {START_RETRIES + 1})")
             continue
         break
     if rc != 0:
         results.mark_unfinished(spec, "failed", f"job script exited with status {rc}"
                                 + (f"; its error output ({store.log(spec['run_id'])}): {said}"
                                    if said else ""))
+        _record_start_attempts(spec, attempt + 1)
         return "failed"
     final = Path(spec["outputs"]["run"])
     if not final.is_file() or results.read_json(final).get("status") != "complete":
         results.mark_unfinished(spec, "failed", "job script exited 0 but did not finish the run")
+        _record_start_attempts(spec, attempt + 1)
         return "failed"
+    _record_start_attempts(spec, attempt + 1)
     return "complete"
+
+
+def _say_relaunch(store, spec, why: str) -> None:
+    """Tell stderr and the run's log (``results/<campaign>/logs/<run>.log``) that the run is
+    launched again."""
+    line = f"harness: run {spec['run_id']}: {why}"
+    print(line, file=sys.stderr, flush=True)
+    try:
+        with open(store.log(spec["run_id"]), "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+    except OSError:
+        pass
+
+
+def _record_start_attempts(spec: dict, attempts: int) -> None:
+    """The number of launches this attempt of the run took (1 unless a launch died before
+    measuring and was launched again) in the run document's provenance: ``start_attempts``."""
+    final = Path(spec["outputs"]["run"])
+    try:
+        doc = results.read_json(final)
+    except (OSError, ValueError):
+        return  # no readable run document: harness check reports that
+    doc.setdefault("provenance", {})["start_attempts"] = attempts
+    results.write_json(final, doc)
 
 
 def _stamp(path: Path):
