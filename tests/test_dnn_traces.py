@@ -10,6 +10,7 @@ import importlib.util
 import pytest
 
 from harness.dnn import fusion, traces
+from requirements_support import missing, require_module, require_spec
 
 MiB = 1024 * 1024
 TORCHVISION = ("alexnet", "resnet50", "vgg11")
@@ -23,11 +24,10 @@ EXACT = {"alexnet": 61_100_840, "resnet50": 25_557_032, "vgg11": 132_863_336}
 
 @pytest.mark.parametrize("model", traces.MODELS)
 def test_committed_trace_equals_generated(model):
-    pytest.importorskip("torch")
-    # not importorskip: a plain `import torchvision` fails beside the CPU torch (see
+    require_module("torch")
+    # not imported here: a plain `import torchvision` fails beside the CPU torch (see
     # harness/dnn/models.py); the models module imports it with the workaround
-    if importlib.util.find_spec("torchvision") is None:
-        pytest.skip("torchvision not installed")
+    require_spec("torchvision")
     assert traces.load(model) == traces.generate(model)
 
 
@@ -67,7 +67,7 @@ def test_backward_order_starts_with_the_classifier_bias(model):
 
 
 def test_backward_order_is_reverse_registration_and_autograd_agrees():
-    torch = pytest.importorskip("torch")
+    torch = require_module("torch")
     from harness.dnn import models
 
     m = models.build("resnet110", device="cpu")
@@ -162,10 +162,11 @@ def test_ddp_matches_torch(model):
     """The pure-Python DDP bucketing equals torch's own C++ ``compute_bucket_assignment_by_size``
     as the Reducer calls it when it rebuilds buckets: tensors in gradient-ready order with
     their indices (so no re-sorting), caps [1 MiB, 25 MiB]."""
-    torch = pytest.importorskip("torch")
-    dist = pytest.importorskip("torch.distributed")
+    torch = require_module("torch")
+    dist = require_module("torch.distributed")
     if not dist.is_available():
-        pytest.skip("torch.distributed not available")
+        missing("torch.distributed is not available in this torch build (torch "
+                f"{torch.__version__}); install a torch with distributed support")
     assert dist._DEFAULT_FIRST_BUCKET_BYTES == fusion.DDP_FIRST_BUCKET_BYTES
     numels = traces.load(model).numels
     for precision, dtype in (("fp32", torch.float32), ("fp16", torch.float16)):

@@ -47,36 +47,32 @@ def test_wrong_result_is_recorded_wrong(results_root, algorithm):
 
 
 def test_one_late_rank_arrives_late_and_the_mean_reflects_it(results_root):
+    delay = 0.040  # far above how a loaded machine scatters the others' arrivals (~1 ms)
     out = harness("run", "--library", "openmpi", "--algorithm", "native:ring", "--procs", "4",
-                  "--size", "4MiB", "--delay", "one-late", "--max-delay", "20ms",
-                  "--min-reps", "5", "--max-reps", "10", "--warmup", "1")
+                  "--size", "4MiB", "--delay", "one-late", "--max-delay", f"{delay * 1e3:g}ms",
+                  "--min-reps", "10", "--max-reps", "10", "--warmup", "1")
     assert out.returncode == 0, out.stderr + out.stdout
     df = pd.read_csv(results_root / "adhoc" / "summary.csv")
     row = df.iloc[0]
-    assert row.delay == "one-late" and row.max_delay == pytest.approx(0.02)
+    assert row.delay == "one-late" and row.max_delay == pytest.approx(delay)
     raw = pq.read_table(results_root / "adhoc" / "raw" / f"{row.run_id}.parquet").to_pandas()
+    assert all(np.asarray(d)[1] == pytest.approx(delay) and np.delete(np.asarray(d), 1).max() == 0
+               for d in raw.delay)
     # a rank that got the common start time too late (a loaded machine) widens the window;
     # those repetitions are flagged and the arrival claim is checked on the others
     clean = raw[raw.late_starts == 0]
-    assert len(clean) >= 3
-    leads, over_latest = [], []
-    for arrival in clean.arrival:
-        a = np.asarray(arrival)
-        others = np.delete(a, 1)
-        # rank 1 reaches the call 20 ms after the common start, the others at it; on an
-        # oversubscribed machine (P=4 on 2 cores) the others' own arrivals scatter by up to
-        # ~1 ms, and a rank descheduled past the start reaches it late (seen: 16.5 ms in one
-        # repetition of a loaded CI run): the typical repetition is held to 50 us, and rank 1
-        # leads the latest other rank by 18 ms in all but one repetition in five
-        leads.append(a[1] - others.min())
-        over_latest.append(a[1] - others.max())
-        assert a[1] - others.min() >= 0.020 - 2e-3
-    assert np.median(leads) >= 0.020 - 50e-6
-    held = sum(x >= 0.020 - 2e-3 for x in over_latest)
-    assert held >= 0.8 * len(over_latest), over_latest
-    # ranks 0, 2, 3 wait for rank 1 inside the allreduce: mean elapsed >= 3/4 * 20 ms
-    assert row["mean"] >= 0.75 * 0.020
-    assert all(np.asarray(d)[1] == pytest.approx(0.02) for d in raw.delay)
+    assert len(clean) >= 3, raw.late_starts.tolist()
+    arrivals = np.stack(clean.arrival.map(np.asarray))  # (repetitions, ranks), one clock
+    after_first = arrivals - arrivals.min(axis=1, keepdims=True)
+    # rank 1 is the one recorded late: the latest rank in the median repetition, ahead of
+    # the latest other rank by at least half the injected delay (a rank descheduled past the
+    # start can reach the call late in a single repetition: the median, not every one)
+    assert int(np.argmax(np.median(after_first, axis=0))) == 1, after_first.tolist()
+    over_latest = arrivals[:, 1] - np.delete(arrivals, 1, axis=1).max(axis=1)
+    assert np.median(over_latest) >= 0.5 * delay, over_latest.tolist()
+    # ranks 0, 2, 3 wait for rank 1 inside the allreduce: 3/4 of the ranks wait at least
+    # that lead, so the mean elapsed is at least 3/4 of it
+    assert row["mean"] >= 0.75 * 0.5 * delay, row["mean"]
 
 
 def test_rand_late_delays_are_seeded_per_repetition(results_root):

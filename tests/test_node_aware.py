@@ -22,6 +22,7 @@ from harness import layout
 from harness.algorithms import REGISTRY
 from harness.algorithms.node_aware import nap_groups, nap_step_pattern, nap_steps
 from harness.plan import Cell
+from requirements_support import require_mpi
 
 SCRIPT = REPO / "tests" / "mpi_check_algorithms.py"
 MPICH, OPENMPI = REPO / ".mpi" / "mpich", REPO / ".mpi" / "openmpi"
@@ -41,14 +42,14 @@ def _check(cmd, env_extra, timeout=480, expect_ok=True):
     return proc
 
 
-@pytest.mark.skipif(not (MPICH / "bin" / "mpiexec").exists(), reason="MPICH not installed")
 def test_every_emulated_layout_up_to_9_nodes_by_4_mpich():
+    require_mpi("mpich")
     _check([str(MPICH / "bin" / "mpiexec"), "-n", "36", sys.executable, str(SCRIPT),
             "node-aware", "9", "4"], MPICH_ENV)
 
 
-@pytest.mark.skipif(not (OPENMPI / "bin" / "mpiexec").exists(), reason="Open MPI not installed")
 def test_layouts_openmpi():
+    require_mpi("openmpi")
     _check([str(OPENMPI / "bin" / "mpiexec"), "--oversubscribe", "-n", "6", sys.executable,
             str(SCRIPT), "node-aware", "3", "3"], OPENMPI_ENV)
 
@@ -91,10 +92,10 @@ def _check_counts(rec, nodes, ppn, nap_inter, rd_inter):
         assert r["collectives"] == 0
 
 
-@pytest.mark.skipif(not (MPICH / "bin" / "mpiexec").exists(), reason="MPICH not installed")
 def test_inter_node_messages_16_nodes_by_4():
     """16 emulated nodes x 4 (64 ranks): NAP sends at most 2 inter-node messages per rank and
     call, RD 4 (a light script calling the bench's counting function, so 64 ranks start fast)."""
+    require_mpi("mpich")
     proc = _check([str(MPICH / "bin" / "mpiexec"), "-n", "64", sys.executable,
                    str(REPO / "tests" / "mpi_count_messages.py"), "4", "nap",
                    "recursive_doubling", "smp"], MPICH_ENV, expect_ok=False)

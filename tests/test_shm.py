@@ -18,9 +18,9 @@ import sys
 import pytest
 
 from conftest import FAST, REPO, harness
+from requirements_support import require_mpi
 
 SCRIPT = REPO / "tests" / "mpi_check_algorithms.py"
-MPICH = REPO / ".mpi" / "mpich"
 THROTTLE = {"MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1",
             "MPIR_CVAR_CH4_PROGRESS_THROTTLE_NO_PROGRESS_COUNT": "100"}
 
@@ -28,6 +28,7 @@ THROTTLE = {"MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1",
 def _launch(library, procs, *args, timeout=480):
     from harness.libraries import get_library
 
+    require_mpi(library)
     lib = get_library(library)
     launcher = [str(lib.prefix / "bin" / "mpiexec")]
     if library == "openmpi":
@@ -40,7 +41,6 @@ def _launch(library, procs, *args, timeout=480):
     return proc
 
 
-@pytest.mark.skipif(not (MPICH / "bin" / "mpiexec").exists(), reason="MPICH not installed")
 @pytest.mark.parametrize("procs", range(1, 10))
 def test_shm_mpich(procs):
     _launch("mpich", procs, "shm")
