@@ -14,7 +14,17 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy import stats as _st
+from scipy import special as _special
+
+# scipy.stats (Shapiro-Wilk, the binomial) is imported where a cell is summarised, not here:
+# every rank of every launch imports this module, and scipy.stats costs most of a rank's
+# start-up; the Student-t quantile comes from scipy.special, which is light.
+
+
+def _stats():
+    from scipy import stats
+
+    return stats
 
 
 @dataclass(frozen=True)
@@ -42,7 +52,7 @@ class StoppingRule:
 @lru_cache(maxsize=4096)
 def t_quantile(confidence: float, dof: int) -> float:
     """Two-sided Student-t critical value t((1+confidence)/2, dof)."""
-    return float(_st.t.ppf((1.0 + confidence) / 2.0, dof))
+    return float(_special.stdtrit(dof, (1.0 + confidence) / 2.0))
 
 
 _T_TABLES: dict[float, np.ndarray] = {}
@@ -58,7 +68,7 @@ def t_quantiles(confidence: float, upto: int) -> np.ndarray:
         n = max(1024, 2 * upto + 2, 2 * (len(table) if table is not None else 0))
         dof = np.arange(n, dtype=float)
         with np.errstate(invalid="ignore"):
-            table = _st.t.ppf((1.0 + confidence) / 2.0, np.where(dof > 0, dof, np.nan))
+            table = _special.stdtrit(np.where(dof > 0, dof, np.nan), (1.0 + confidence) / 2.0)
         _T_TABLES[confidence] = table
     return table
 
@@ -149,10 +159,11 @@ def median_interval(samples, confidence: float) -> tuple[float, float]:
         return (math.nan, math.nan)
     alpha = 1.0 - confidence
     # largest j (1-based) with P(B <= j-1) <= alpha/2, B ~ Binomial(n, 1/2)
-    j = int(_st.binom.ppf(alpha / 2.0, n, 0.5))
+    binom = _stats().binom
+    j = int(binom.ppf(alpha / 2.0, n, 0.5))
     if j < 1:
         return (float(x[0]), float(x[-1]))
-    if _st.binom.cdf(j - 1, n, 0.5) > alpha / 2.0:
+    if binom.cdf(j - 1, n, 0.5) > alpha / 2.0:
         j -= 1
     if j < 1:
         return (float(x[0]), float(x[-1]))
@@ -167,7 +178,7 @@ def normality_p(samples) -> float:
         return math.nan
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return float(_st.shapiro(x[:5000]).pvalue)
+        return float(_stats().shapiro(x[:5000]).pvalue)
 
 
 def summarize(samples, confidence: float) -> dict:
