@@ -364,7 +364,11 @@ def cmd_install(args, parser) -> int:
 
 def cmd_doctor(args, parser) -> int:
     code = 0
-    probe = "from mpi4py import MPI; print(MPI.Get_library_version().strip().splitlines()[0])"
+    # every rank joins one allreduce; rank 0 alone prints (the launchers merge the ranks'
+    # output, and two ranks' lines can run together): "<ranks that took part> <version>"
+    probe = ("from mpi4py import MPI; n = MPI.COMM_WORLD.allreduce(1); "
+             "MPI.COMM_WORLD.Get_rank() or print(n, "
+             "MPI.Get_library_version().strip().splitlines()[0])")
     for lib in libraries.catalogue().values():
         if not lib.installed():
             print(f"{lib.name:8} NOT INSTALLED (run `make setup`)")
@@ -376,9 +380,9 @@ def cmd_doctor(args, parser) -> int:
         argv = lib.launch_argv(2) + [sys.executable, "-c", probe]
         try:
             out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
-            lines = out.stdout.strip().splitlines()
-            ok = out.returncode == 0 and len(lines) == 2
-            version = lines[0] if lines else out.stderr.strip()[-200:]
+            ranks, _, version = out.stdout.strip().partition(" ")
+            ok = out.returncode == 0 and ranks == "2"
+            version = version if ok else (out.stdout + out.stderr).strip()[-200:]
         except (OSError, subprocess.TimeoutExpired) as exc:
             ok, version = False, str(exc)
         print(f"{lib.name:8} launcher {'starts' if ok else 'FAILED'}: {version}")
