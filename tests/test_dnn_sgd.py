@@ -6,21 +6,29 @@ import copy
 
 import pytest
 
-torch = pytest.importorskip("torch")
+from conftest import PLUGIN
+from harness import config, results
+from harness.dnn import sgd  # imports torch only where it trains
+from requirements_support import require_module
 
-from conftest import PLUGIN  # noqa: E402
-from harness import config, results  # noqa: E402
-from harness.dnn import sgd  # noqa: E402
-from harness.dnn.cnn import PAPER_PARAMETERS, PapCNN, parameter_count  # noqa: E402
+
+@pytest.fixture(autouse=True)
+def torch():
+    """Every test here needs torch: each one fails (CI=true) or skips without it."""
+    return require_module("torch")
+
 
 BASE = {
     "campaign": "t",
     "experiments": {"e": {"libraries": ["openmpi"], "algorithms": ["native:auto"], "procs": [2],
                           "sizes": ["8B"]}},
 }
-# short and easy enough that the loss falls clearly within 60 iterations
+# short and easy enough that the loss falls clearly within 60 iterations; the straggler is
+# late by far more than a loaded machine scatters the ranks' compute (a few ms)
+STRAGGLER = 0.040
 QUICK = {"library": "openmpi", "procs": 2, "iterations": 60, "executions": 1, "lr": 0.05,
-         "noise": 2.0, "test_images": 200, "straggler": "10ms", "straggler_rank": 1}
+         "noise": 2.0, "test_images": 200, "straggler": f"{STRAGGLER * 1e3:g}ms",
+         "straggler_rank": 1}
 
 
 def cfg_with(block, plugins=()):
@@ -32,6 +40,8 @@ def cfg_with(block, plugins=()):
 
 
 def test_parameter_count():
+    from harness.dnn.cnn import PAPER_PARAMETERS, PapCNN, parameter_count
+
     assert parameter_count(PapCNN()) == PAPER_PARAMETERS == 145_578
 
 
@@ -70,6 +80,7 @@ def _train(tmp_path, algorithm, block=QUICK, plugins=()):
 
 @pytest.fixture(scope="module")
 def executions(tmp_path_factory):
+    require_module("torch")  # a module-scoped fixture runs before the autouse one
     root = tmp_path_factory.mktemp("sgd")
     docs = {}
     for alg in ("ring", "slt", "prr"):
@@ -100,8 +111,9 @@ def test_training_learns_and_ranks_agree(executions, algorithm):
         est = d["arrival_estimate"]["per_rank"]
         gaps = sorted(b - a for a, b in zip(est[0], est[1]))
         later = sum(g > 0 for g in gaps)
-        assert later >= 45, f"rank 1 estimated later in only {later} of 60 iterations"
-        assert gaps[30] > 0.003, f"rank 1 estimated {gaps[30] * 1e3:.2f} ms late (median)"
+        # what the estimate promises: the straggler comes later, by at least half its delay
+        assert later > 30, f"rank 1 estimated later in only {later} of 60 iterations"
+        assert gaps[30] >= 0.5 * STRAGGLER, f"rank 1 estimated {gaps[30] * 1e3:.2f} ms late (median)"
         assert d["provenance"]["thread_level"] == "multiple"
         assert len(d["arrival_estimate"]["wait_per_rank"][0]) == 60
 
