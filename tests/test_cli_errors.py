@@ -7,6 +7,21 @@ import pytest
 from conftest import harness
 
 
+def cli(capsys, *args):
+    """``harness <args>`` in this process (no MPI runs before these errors): the exit code and
+    what it printed, as a CompletedProcess-like object."""
+    from types import SimpleNamespace
+
+    from harness.cli import main
+
+    try:
+        code = main([str(a) for a in args])
+    except SystemExit as exc:
+        code = exc.code
+    out = capsys.readouterr()
+    return SimpleNamespace(returncode=code, stdout=out.out, stderr=out.err)
+
+
 @pytest.mark.parametrize("args,words", [
     (["--library", "lam"], ["--library", "'lam'", "mpich"]),
     (["--algorithm", "native:bogus"], ["--algorithm", "native:bogus", "native:auto"]),
@@ -25,8 +40,8 @@ from conftest import harness
     (["--campaign", "../escape"], ["--campaign", "../escape"]),
     (["--plugin", "/nonexistent.py"], ["--plugin", "/nonexistent.py"]),
 ])
-def test_bad_input(results_root, args, words):
-    out = harness("run", *args)
+def test_bad_input(results_root, capsys, args, words):
+    out = cli(capsys, "run", *args)
     assert out.returncode == 2, out
     assert out.stdout == ""
     lines = out.stderr.strip().splitlines()
@@ -36,8 +51,8 @@ def test_bad_input(results_root, args, words):
     assert not results_root.exists()
 
 
-def test_help_lists_every_dimension():
-    out = harness("run", "--help")
+def test_help_lists_every_dimension(capsys):
+    out = cli(capsys, "run", "--help")
     assert out.returncode == 0
     for opt in ["--library", "--algorithm", "--procs", "--size", "--dtype", "--op", "--delay",
                 "--max-delay", "--late-rank", "--campaign", "--dry-run", "--precision"]:
@@ -45,29 +60,29 @@ def test_help_lists_every_dimension():
 
 
 @pytest.mark.parametrize("command", ["check", "retry", "status"])
-def test_campaign_commands_name_a_missing_campaign(results_root, command):
-    out = harness(command, "nosuch")
+def test_campaign_commands_name_a_missing_campaign(results_root, capsys, command):
+    out = cli(capsys, command, "nosuch")
     assert out.returncode == 2, out
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "campaign" in lines[0] and "nosuch" in lines[0], out.stderr
 
 
-def test_retry_refuses_a_config_of_another_campaign(results_root, tmp_path):
+def test_retry_refuses_a_config_of_another_campaign(results_root, tmp_path, capsys):
     (results_root / "other").mkdir(parents=True)
     cfg = tmp_path / "c.yaml"
     cfg.write_text("campaign: mine\nexperiments:\n  a: {libraries: [mpich], algorithms: "
                    "['native:auto'], procs: [2], sizes: [8B]}\n")
-    out = harness("retry", "other", "--configfile", str(cfg))
+    out = cli(capsys, "retry", "other", "--configfile", str(cfg))
     assert out.returncode == 2, out
     assert "--configfile" in out.stderr and "'mine'" in out.stderr and "'other'" in out.stderr
     assert list((results_root / "other").iterdir()) == []
 
 
-def test_a_local_run_past_four_ranks_per_core_is_refused(results_root):
+def test_a_local_run_past_four_ranks_per_core_is_refused(results_root, capsys):
     import os
 
     big = 4 * (os.cpu_count() or 1) + 1
-    out = harness("run", "--procs", str(big))
+    out = cli(capsys, "run", "--procs", str(big))
     assert out.returncode == 2 and not results_root.exists()
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and f"--procs: {big} ranks" in lines[0] and "--oversubscribe" in lines[0]
