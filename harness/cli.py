@@ -81,7 +81,9 @@ def _add_run(sub):
     p.add_argument("--oversubscribe", action="store_true",
                    help="allow more than 4 ranks per core of this machine")
     p.add_argument("--size", type=_typed(parse_size, "size"), default="1MiB",
-                   help="message size per rank, e.g. 8B, 64KiB, 4MiB")
+                   help="message size per rank, e.g. 8B, 64KiB, 4MiB (0B: a call with no data; "
+                        "a local run is refused when its 3 buffers per rank x P exceed the "
+                        "available memory)")
     p.add_argument("--dtype", choices=DTYPES, default="float64")
     p.add_argument("--op", choices=OPS, default="sum")
     p.add_argument("--delay", choices=DELAY_MODES, default="none", help="process-arrival delay mode")
