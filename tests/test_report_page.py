@@ -15,6 +15,14 @@ from test_faults import config, store
 from test_workflow import env_for
 
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+# both tests read one campaign, built once per worker; the group keeps them on one worker
+pytestmark = pytest.mark.xdist_group("report_page")
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory):
+    """(page, config) of a small campaign with a wrong cell, built once; tests only read it."""
+    return _campaign(tmp_path_factory.mktemp("page"))
 
 
 def _campaign(tmp_path):
@@ -30,12 +38,12 @@ def _campaign(tmp_path):
     return store(tmp_path) / "report" / "index.html", cfg
 
 
-def test_page_content(tmp_path):
-    page, cfg = _campaign(tmp_path)
+def test_page_content(campaign):
+    page, cfg = campaign
     text = page.read_text()
     for needle in ("Allreduce campaign", "MPICH Version", "Cells by status", "wrong",
                    "result differs from the reference", "Castelló et al.",
-                   f"harness run --campaign wf --cell", f"--configfile {cfg}",
+                   "harness run --campaign wf --cell", f"--configfile {cfg}",
                    "data:image/png;base64,", "summary.csv"):
         assert needle in text, needle
     assert "http://" not in text and "https://" not in text  # nothing fetched from a network
@@ -45,13 +53,13 @@ def test_page_content(tmp_path):
                     reason="Debian's chromium and chromium-driver are not installed "
                            "(.ci/run installs them with .ci/chromium.sh and sets "
                            "HARNESS_BROWSER_TESTS=1, which makes their absence a failure)")
-def test_page_in_headless_chromium(tmp_path):
+def test_page_in_headless_chromium(tmp_path, campaign):
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
 
     assert CHROMIUM and CHROMEDRIVER, "chromium / chromedriver not found (.ci/chromium.sh)"
-    page, _ = _campaign(tmp_path)
+    page, _ = campaign
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1000",
@@ -82,7 +90,7 @@ def test_page_in_headless_chromium(tmp_path):
         headers[col].click()
         assert column() == sorted(up, reverse=True)
         driver.save_screenshot(str(tmp_path / "page.png"))
-        shutil.copy(tmp_path / "page.png", store(tmp_path) / "report" / "screenshot.png")
+        shutil.copy(tmp_path / "page.png", page.parent / "screenshot.png")
         assert not [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
     finally:
         driver.quit()
