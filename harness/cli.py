@@ -270,9 +270,7 @@ def cmd_run(args, parser) -> int:
 
 def _rerun_cell(args, parser) -> int:
     """``--campaign <c> --cell <id>``: the campaign's cell measured again with its settings."""
-    from . import config as _config
     from . import rerun
-    from .workflow import Campaign
 
     if args.campaign == "adhoc":
         parser.error("argument --cell: name the campaign the cell belongs to (--campaign)")
