@@ -11,6 +11,8 @@ from scipy import stats as st
 
 from harness.confirm import gain_interval, pick, schedule, verdict
 from test_workflow import snakemake, write_config
+from winners_support import (FAST, SLOW, algorithm_of, expected_verdict, means_by_cell,
+                             run_docs, set_winners)
 
 
 def test_gain_interval_is_the_t_interval_of_the_log_ratios():
@@ -51,31 +53,69 @@ def test_best_ignores_auto_wrong_and_failed_and_oversubscribed_makes_no_claim():
 
 
 def test_confirmation_stage_end_to_end_and_resume(tmp_path):
+    """The campaign's summary is set so that ring wins at 64 B, recursive doubling at 64 KiB
+    and AUTO at 4 KiB: the stage then measures exactly A RD RING RING RD A, and resumes an
+    interrupted pass with only the missing launch."""
     cfg = write_config(tmp_path, {"e": {
         "libraries": ["mpich"], "algorithms": ["native:auto", "native:ring", "native:recursive_doubling"],
-        "procs": [2], "sizes": ["64B", "64KiB"]}}, confirm={"rounds": 1, "time_budget": "1s"})
-    out = snakemake(tmp_path, cfg)
+        "procs": [2], "sizes": ["64B", "4KiB", "64KiB"]}}, confirm={"rounds": 1, "time_budget": "1s"})
+    out = snakemake(tmp_path, cfg, "--until", "aggregate")
     assert out.returncode == 0, out.stderr[-3000:]
     res = tmp_path / "results" / "wf"
-    doc = json.loads((res / "confirm" / "mpich-p2-n1-single.json").read_text())
-    assert {e["verdict"] for e in doc["entries"]} <= {
-        "BEST faster", "AUTO faster", "tie", "AUTO is BEST"}
+    df = set_winners(res, {("mpich", 64): "native:ring", ("mpich", 4096): "native:auto",
+                           ("mpich", 65536): "native:recursive_doubling"})
+    cell = {(r.algorithm, r.size): r.cell_id for r in df.itertuples()}
+    out = snakemake(tmp_path, cfg, "--until", "report_confirm")
+    assert out.returncode == 0, out.stderr[-3000:]
+    group = res / "confirm" / "mpich-p2-n1-single.json"
+    doc = json.loads(group.read_text())
+    docs = run_docs(res / "confirm" / "runs")
+    assert [algorithm_of(d) for d in docs] == [
+        "native:auto", "native:recursive_doubling", "native:ring", "native:ring",
+        "native:recursive_doubling", "native:auto"]
+    assert doc["launches"] == 6 and [d["launch"] for d in docs] == list(range(100, 106))
+    # AUTO launches measure the two points where a forced algorithm won, not 4 KiB
+    assert sorted(c["cell_id"] for c in docs[0]["cells"]) == sorted(
+        [cell["native:auto", 64], cell["native:auto", 65536]])
+    assert [c["cell_id"] for c in docs[1]["cells"]] == [cell["native:recursive_doubling", 65536]]
+    assert [c["cell_id"] for c in docs[2]["cells"]] == [cell["native:ring", 64]]
+    entries = {e["size"]: e for e in doc["entries"]}
+    assert set(entries) == {64, 4096, 65536}
+    assert entries[4096]["verdict"] == "AUTO is BEST" and "auto_means" not in entries[4096]
+    means = means_by_cell(docs)
+    for size, best in ((64, "native:ring"), (65536, "native:recursive_doubling")):
+        e = entries[size]
+        assert (e["best"], e["auto_cell"], e["best_cell"]) == (
+            best, cell["native:auto", size], cell[best, size])
+        assert e["campaign_gain"] == pytest.approx(SLOW / FAST)
+        assert e["auto_means"] == means[e["auto_cell"]] and len(e["auto_means"]) == 2
+        assert e["best_means"] == means[e["best_cell"]] and len(e["best_means"]) == 2
+        g, lo, hi, v = expected_verdict(e["auto_means"], e["best_means"])
+        assert (e["gain"], e["gain_ci_low"], e["gain_ci_high"], e["verdict"]) == (
+            pytest.approx(g), pytest.approx(lo), pytest.approx(hi), v)
     table = pd.read_csv(res / "tables" / "auto_vs_best_confirmed.csv")
-    assert len(table) == 2 and table.verdict.notna().all()
+    assert sorted(table["size"]) == [64, 4096, 65536]
+    assert dict(zip(table["size"], table.verdict)) == {s: e["verdict"] for s, e in entries.items()}
     assert "verdict" in (res / "tables" / "auto_vs_best_confirmed.md").read_text()
     for ext in ("png", "pdf"):
         assert (tmp_path / "figures" / "wf" / f"auto_vs_best_confirmed.{ext}").stat().st_size > 0
-    launched = sorted((res / "confirm" / "runs").glob("*.json"))
-    if not launched:  # AUTO won every size in the campaign: nothing to measure again
-        return
-    assert len(launched) == doc["launches"]
-    kept = {p: json.loads(p.read_text())["finished"] for p in launched[:-1]}
+
+    launched = {d["launch"]: d for d in docs}
+    paths = {json.loads(p.read_text())["launch"]: p for p in (res / "confirm" / "runs").glob("*.json")}
     # interrupted during the last launch: neither it nor anything after it exists
-    launched[-1].unlink()
-    (res / "confirm" / "mpich-p2-n1-single.json").unlink()
+    paths[105].unlink()
+    group.unlink()
     for ext in ("md", "tex", "csv"):
         (res / "tables" / f"auto_vs_best_confirmed.{ext}").unlink()
-    out = snakemake(tmp_path, cfg)
+    out = snakemake(tmp_path, cfg, "--until", "report_confirm")
     assert out.returncode == 0, out.stderr[-3000:]
-    assert launched[-1].is_file()
-    assert {p: json.loads(p.read_text())["finished"] for p in kept} == kept
+    log = out.stdout + out.stderr
+    assert "launch 6/6 native:auto" in log and "launch 1/6" not in log, log[-3000:]
+    again = run_docs(res / "confirm" / "runs")
+    assert [d["launch"] for d in again] == list(range(100, 106))
+    assert {d["launch"]: d["finished"] for d in again if d["launch"] != 105} == \
+        {k: d["finished"] for k, d in launched.items() if k != 105}
+    assert again[-1]["finished"] != launched[105]["finished"]
+    redone = {e["size"]: e for e in json.loads(group.read_text())["entries"]}
+    assert redone[64]["auto_means"][0] == entries[64]["auto_means"][0]
+    assert redone[64]["auto_means"][1] == means_by_cell(again)[cell["native:auto", 64]][1]

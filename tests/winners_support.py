@@ -32,6 +32,7 @@ def set_winners(res: Path, winners: dict) -> pd.DataFrame:
         df.loc[rows, "status"] = "ok"
         df.loc[rows, "oversubscribed"] = False
         if "error" in df:
+            df["error"] = df["error"].astype(object)
             df.loc[rows, "error"] = ""
     df.to_csv(path, index=False)
     return df
