@@ -19,7 +19,9 @@ so a site can check the whole path on two nodes in minutes before spending node-
 * algorithms: a glob over native algorithms (``native:*``) becomes AUTO and ``max_native``
   forced algorithms all the experiment's libraries have (the ring first): each forced
   algorithm is a launch of its own;
-* sizes: the ``max_sizes`` smallest (two at least for ``pingpong``: the alpha-beta fit); max delays: the ``max_delays`` smallest above 0;
+* sizes: the ``max_sizes`` smallest; for ``pingpong`` two at least, the last of them the
+  largest up to 1 MiB (the alpha-beta fit needs sizes far apart); max delays: the
+  ``max_delays`` smallest above 0;
   ``late_rank`` below P;
 * workloads: one model (the smallest present), one fusion policy, one precision;
 * ``sgd:`` entries: P and nodes capped, ``executions: 1``, ``iterations`` and ``test_images``
@@ -42,6 +44,7 @@ import yaml
 
 from .units import parse_size, parse_time
 
+PINGPONG_FIT_SIZE = 1 << 20  # the largest ping-pong size a cut-down keeps (1 MiB)
 FAST_STOP = {"min_reps": 3, "max_reps": 6, "precision": 0.5, "warmup": 1, "time_budget": "20s"}
 # the model whose trace is cheapest to replay first
 WORKLOAD_ORDER = ("resnet110", "alexnet", "resnet50", "vgg11")
@@ -142,9 +145,17 @@ def _cut_experiment(ex: dict, *, max_procs: int, max_nodes: int, max_p: int, max
     ex["algorithms"] = _cut_algorithms(ex["algorithms"], ex["libraries"], max_native)
     if params or "params" in ex:
         ex["params"] = params
-    if "sizes" in ex:  # ping-pong keeps two: fitting alpha and beta needs two sizes
-        keep = max(max_sizes, 2) if "pingpong" in ex["algorithms"] else max_sizes
-        ex["sizes"] = sorted(ex["sizes"], key=parse_size)[:keep]
+    if "sizes" in ex:
+        ordered = sorted(ex["sizes"], key=parse_size)
+        if "pingpong" in ex["algorithms"] and len(ordered) > 1:
+            # fitting alpha and beta needs two sizes far apart (between 4 B and 64 B the slope
+            # is timing noise, often fitted as beta = 0): the smallest ones and the largest up
+            # to PINGPONG_FIT_SIZE
+            keep = max(max_sizes, 2)
+            far = [s for s in ordered[keep - 1:] if parse_size(s) <= PINGPONG_FIT_SIZE]
+            ex["sizes"] = ordered[:keep - 1] + [far[-1] if far else ordered[keep - 1]]
+        else:
+            ex["sizes"] = ordered[:max_sizes]
     if "max_delays" in ex:
         positive = sorted((d for d in ex["max_delays"] if parse_time(d) > 0), key=parse_time)
         ex["max_delays"] = positive[:max_delays] or [ex["max_delays"][0]]

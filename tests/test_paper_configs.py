@@ -121,6 +121,12 @@ def test_cut_down_fits_grids_pairs_and_ppn():
     assert ex["pp"]["params"]["pairs"] == [1] and ex["pp"]["procs"] == [2]
     assert ex["nap"]["procs"] == [4] and ex["nap"]["params"]["ppn"] == [4]
     assert ex["nap"]["sizes"] == ["8B", "64B"]
+    # ping-pong: the smallest size and the largest up to 1 MiB (alpha and beta fitted apart)
+    doc = {"campaign": "z", "experiments": {"pp": {
+        "libraries": ["mpich"], "algorithms": ["pingpong"], "procs": [2], "nodes": 2,
+        "sizes": ["64B", "4B", "1KiB", "1MiB", "4MiB", "1GiB"]}}}
+    assert cut_down(doc)["experiments"]["pp"]["sizes"] == ["4B", "1MiB"]
+    assert cut_down(doc, max_sizes=3)["experiments"]["pp"]["sizes"] == ["4B", "64B", "1MiB"]
     # native:* becomes AUTO and one forced algorithm every library has: one launch each
     doc = {"campaign": "y", "experiments": {"all": {
         "libraries": ["mpich", "openmpi", "impi"], "algorithms": ["native:*", "ring"],
@@ -153,6 +159,7 @@ def test_cut_down_paper_configs_run_on_slurm(paper_campaign):
     from harness.runner import START_RETRIES
 
     camp = paper_campaign
+    camp.assert_ran()  # every rule, the report's too, ended well
     df = camp.summary()
     bad = df[~df.status.isin(["ok", "not-converged"])]
     assert bad.empty, "\n".join(f"{r.algorithm} P={r.procs} {r.size} {r.status}: {r.error}"
