@@ -228,3 +228,25 @@ def test_real_pingpong_run_is_fitted_end_to_end(results_root, tmp_path):
     out = harness("model", "smp", "--params", store.dir / "model_params.json", "--nodes", "2",
                   "--ppn", "2", "--size", "64KiB")
     assert out.returncode == 0 and f"alpha={doc['maxrate']['alpha']:g} s" in out.stdout
+
+
+def test_a_fit_with_zero_beta_draws_every_figure(tmp_path):
+    """A ping-pong fit on sizes too close to resolve the bandwidth comes out with beta = 0
+    (the fit clamps a negative slope): every Castelló figure and table is still written, and
+    Fig. 1 says why this machine's curves are not drawn."""
+    rows = pingpong("openmpi", pairs=(1, 2)) + reduce_local("openmpi")
+    for alg, nat in cm.NATIVE["openmpi"].items():
+        rows.append(dict(BASE, library="openmpi", algorithm=nat, procs=2, size=4096,
+                         mean=2 * cm.variants(alg, 2, 4096, *LEVEL["network"], GAMMA)["THEO"],
+                         params="{}", record="{}"))
+    summary = write(rows, tmp_path / "summary.csv")
+    doc = netparams.fit_file(summary)
+    for fit in doc["pingpong"].values():
+        fit["beta"] = 0.0
+    pf = tmp_path / "model_params.json"
+    pf.write_text(json.dumps(doc))
+    written = cm.make_all(summary, tmp_path / "tables", tmp_path / "fig", params_json=pf)
+    for n in ("castello_fig1", "castello_fig2", "castello_fig3", "maxrate_fig5"):
+        assert (tmp_path / "fig" / f"{n}.png").stat().st_size > 10_000
+    assert {p.name for p in written} >= {"castello_models.md", "network_params.md"}
+    assert "inf" in (tmp_path / "tables" / "network_params.md").read_text()

@@ -369,7 +369,10 @@ def fig1(doc: dict | None, path) -> list[Path]:
     if doc and doc.get("pingpong"):
         pp, src = _pingpong_for(doc, netparams.PREFERRED_LIBRARY)
         g = pp.get("gamma") or doc.get("gamma")
-        if g:
+        if not pp.get("beta", 0) > 0:  # a fit on sizes too close to tell the bandwidth
+            mine = (f"this machine not drawn: the {style.library_title(src)} ping-pong fit has "
+                    "beta = 0 (its sizes do not resolve the bandwidth; fit with larger sizes)")
+        elif g:
             sets.append(("this machine", {"alpha": pp["alpha"], "beta": pp["beta"], "gamma": g},
                          "--"))
             mine = (f"dashed: this machine, {style.library_title(src)} ping-pong fit "
