@@ -52,3 +52,22 @@ rule all:
         rules.report_tuned.output if TUNE_LIBS else [],
         RES + "/report/index.html",
         SGD_OUTPUTS,
+
+
+# Snakemake's job rate limiter (profiles/default: max-jobs-per-timespan) re-arms a timer of
+# that timespan at every scheduling step, in threads the interpreter waits for at exit: each
+# run of the workflow ended up to 10 s after its last job. Once the workflow is over they
+# have nothing left to schedule.
+def _cancel_scheduling_timers():
+    import threading
+
+    for thread in threading.enumerate():
+        if isinstance(thread, threading.Timer):
+            thread.cancel()
+
+
+onsuccess:
+    _cancel_scheduling_timers()
+
+onerror:
+    _cancel_scheduling_timers()

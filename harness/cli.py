@@ -15,6 +15,7 @@ from pathlib import Path
 from . import __version__, libraries, paths, plan, results, runner, stats
 from .algorithms import harness_names, load_plugin
 from .delays import DELAY_MODES, SYNC_MODES
+from .turns import launch_turn
 from .dnn import workload
 from .plan import Cell, Run, launch_env
 from .units import format_size, format_time, parse_size, parse_time
@@ -379,7 +380,8 @@ def cmd_doctor(args, parser) -> int:
             env[var] = ":".join(dirs + ([env[var]] if env.get(var) else []))
         argv = lib.launch_argv(2) + [sys.executable, "-c", probe]
         try:
-            out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+            with launch_turn(f"harness doctor: {lib.name}"):
+                out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
             ranks, _, version = out.stdout.strip().partition(" ")
             ok = out.returncode == 0 and ranks == "2"
             version = version if ok else (out.stdout + out.stderr).strip()[-200:]

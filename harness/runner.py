@@ -19,6 +19,7 @@ from pathlib import Path
 from . import __version__, paths, results, templates
 from .libraries import Library
 from .plan import Run
+from .turns import launch_turn
 
 TEMPLATE = "run.sh.j2"
 
@@ -107,8 +108,9 @@ def execute(store: results.CampaignStore, spec: dict, timeout: float | None = No
             stdout=None, stderr=None) -> str:
     """Run the job script; returns ``complete``, ``failed`` or ``timeout``. On a failure or a
     timeout, the cells without a result are recorded with that status. One attempt of a run
-    at a time (``_exclusive``)."""
-    with _exclusive(store, spec["run_id"]):
+    at a time (``_exclusive``); with ``HARNESS_LAUNCH_LOCK`` set, one local launch at a time
+    on the machine (``harness.turns``), taken before the wall-time clock starts."""
+    with _exclusive(store, spec["run_id"]), launch_turn(f"run {spec['run_id']}"):
         return _execute(store, spec, timeout, stdout, stderr)
 
 

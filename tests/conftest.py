@@ -10,6 +10,21 @@ HARNESS = [sys.executable, "-m", "harness.cli"]
 PLUGIN = str(REPO / "tests" / "plugins" / "broken.py")
 FAST = ["--min-reps", "3", "--max-reps", "6", "--warmup", "1", "--precision", "0.5"]
 
+# The test processes (pytest-xdist workers) and every harness they start take turns for their
+# MPI launches (harness.turns): on two cores, two oversubscribed launches side by side each
+# took several times as long as one alone (their waiting ranks spin), which more than undid
+# the gain of running tests in parallel. What is not a launch (Snakemake, reports, Python
+# start-up) still overlaps.
+os.environ.setdefault("HARNESS_LAUNCH_LOCK", str(REPO / ".test-launch.lock"))
+
+
+def run_mpi(cmd, **kwargs):
+    """``subprocess.run`` of an MPI launch (mpiexec ...), in this machine's turn for launches."""
+    from harness.turns import launch_turn
+
+    with launch_turn("test launch"):
+        return subprocess.run(cmd, **kwargs)
+
 
 # Under CI (CI=true) a skip is a failure: a missing MPI library, torch, browser or Slurm must
 # not pass unseen. Outside CI a skip stays a skip (a laptop without Slurm can still run the

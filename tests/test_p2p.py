@@ -5,11 +5,12 @@ entries."""
 
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from conftest import run_mpi
 
 from harness.algorithms import REGISTRY, register, resolve
 from requirements_support import require_mpi
@@ -31,8 +32,8 @@ MPICH_ENV = {"MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1",
 def _launch(cmd, env_extra):
     env = os.environ.copy()
     env.update(env_extra)
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=REPO,
-                          check=False)
+    proc = run_mpi(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=REPO,
+                   check=False)
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     assert re.search(r"^OK \d+$", proc.stdout, re.MULTILINE), proc.stdout + proc.stderr
     return proc

@@ -5,12 +5,11 @@ op (with a user-defined one) and uneven counts (one launch of
 
 import os
 import re
-import subprocess
 import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, run_mpi
 from requirements_support import require_mpi
 
 SCRIPT = REPO / "tests" / "mpi_check_algorithms.py"
@@ -21,7 +20,7 @@ THROTTLE = {"MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1",
 
 def _check(cmd, env_extra):
     env = {**os.environ, **env_extra}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
+    proc = run_mpi(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}"
     assert re.search(r"^OK \d+$", proc.stdout, re.MULTILINE), proc.stdout
 

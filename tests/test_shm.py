@@ -12,12 +12,11 @@ suara family's launches) and the bench end to end.
 import json
 import os
 import re
-import subprocess
 import sys
 
 import pytest
 
-from conftest import FAST, REPO, harness
+from conftest import FAST, REPO, harness, run_mpi
 from requirements_support import require_mpi
 
 SCRIPT = REPO / "tests" / "mpi_check_algorithms.py"
@@ -34,8 +33,8 @@ def _launch(library, procs, *args, timeout=480):
     if library == "openmpi":
         launcher.append("--oversubscribe")
     env = {**os.environ, **lib.run_env(), **(THROTTLE if library == "mpich" else {})}
-    proc = subprocess.run(launcher + ["-n", str(procs), sys.executable, str(SCRIPT), *args],
-                          capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO)
+    proc = run_mpi(launcher + ["-n", str(procs), sys.executable, str(SCRIPT), *args],
+                   capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO)
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}"
     assert re.search(r"^OK \d+$", proc.stdout, re.MULTILINE), proc.stdout + proc.stderr
     return proc

@@ -4,12 +4,11 @@ sub-allreduces, the model's choice at P where no grid exists, and the chosen gri
 import json
 import os
 import re
-import subprocess
 import sys
 
 import pytest
 
-from conftest import FAST, REPO, harness
+from conftest import FAST, REPO, harness, run_mpi
 
 SCRIPT = REPO / "tests" / "mpi_check_algorithms.py"
 MPICH, OPENMPI = REPO / ".mpi" / "mpich", REPO / ".mpi" / "openmpi"
@@ -19,7 +18,7 @@ THROTTLE = {"MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1",
 
 def _check(cmd, env_extra):
     env = {**os.environ, **env_extra}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
+    proc = run_mpi(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}"
     assert re.search(r"^OK \d+$", proc.stdout, re.MULTILINE), proc.stdout
 

@@ -5,13 +5,12 @@ and the 3-step decomposition (``three_step``) against the reference reduction.""
 
 import json
 import os
-import subprocess
 import sys
 
 import pandas as pd
 import pytest
 
-from conftest import FAST, REPO, execute_run, fast_settings, harness
+from conftest import FAST, REPO, execute_run, fast_settings, harness, run_mpi
 from harness import models
 from harness.algorithms import suara
 
@@ -226,9 +225,9 @@ def test_three_step_matches_the_reference(tmp_path, procs):
     env = {**os.environ, "MPI4PY_LIBMPI": str(MPICH / "lib" / "libmpi.so.12"),
            "MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1",
            "MPIR_CVAR_CH4_PROGRESS_THROTTLE_NO_PROGRESS_COUNT": "100"}
-    proc = subprocess.run([str(MPICH / "bin" / "mpiexec"), "-n", str(procs), sys.executable,
-                           str(script), str(REPO)], capture_output=True, text=True, timeout=300,
-                          env=env, cwd=REPO)
+    proc = run_mpi([str(MPICH / "bin" / "mpiexec"), "-n", str(procs), sys.executable,
+                    str(script), str(REPO)], capture_output=True, text=True, timeout=300,
+                   env=env, cwd=REPO)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     grids = sum(1 for c in range(1, procs + 1) if procs % c == 0) + 1
     assert proc.stdout.split() == ["OK", str(grids * 2 * 2 * 2 * 7 * 2 * procs)]

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, run_mpi
 from harness.libraries import get_library
 from harness.tuning import Rule, Table, impi
 
@@ -37,8 +37,8 @@ def _env(extra: dict) -> dict:
 
 def _mpiexec(argv: list, extra: dict, procs: int = P) -> subprocess.CompletedProcess:
     lib = get_library("impi")
-    proc = subprocess.run([str(lib.prefix / "bin" / "mpiexec"), "-n", str(procs), *argv],
-                          capture_output=True, text=True, timeout=300, env=_env(extra), cwd=REPO)
+    proc = run_mpi([str(lib.prefix / "bin" / "mpiexec"), "-n", str(procs), *argv],
+                   capture_output=True, text=True, timeout=300, env=_env(extra), cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     return proc
 

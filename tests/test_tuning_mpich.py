@@ -8,12 +8,11 @@ order of additions, so a fingerprint of the result names the algorithm that ran
 import json
 import os
 import re
-import subprocess
 import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, run_mpi
 from harness.libraries import get_library
 from harness.tuning import Rule, Table
 from harness.tuning import mpich
@@ -30,8 +29,8 @@ STEADY = {"FP_THREAD_LEVEL": "single", "MPIR_CVAR_POSIX_NUM_COLLS_THRESHOLD": "0
 
 def launch(procs, argv, env, timeout=120):
     cmd = [str(LIB.prefix / "bin" / "mpiexec"), "-n", str(procs), sys.executable, *map(str, argv)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO,
-                          env={**os.environ, **LIB.run_env(), **QUIET, **env})
+    proc = run_mpi(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO,
+                   env={**os.environ, **LIB.run_env(), **QUIET, **env})
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     return proc.stdout
 

@@ -6,12 +6,11 @@ one it dropped; the table's ranges map onto the file's blocks with gaps left to 
 
 import os
 import re
-import subprocess
 import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, run_mpi
 from harness.libraries import get_library
 from harness.tuning import Rule, Table
 from harness.tuning import openmpi as om
@@ -41,7 +40,7 @@ def fingerprints(extra_env: dict, label: str) -> dict[int, str]:
     env = {**os.environ, **LIB.run_env(), "OMPI_ALLOW_RUN_AS_ROOT": "1",
            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "FP_COUNTS": ",".join(map(str, COUNTS)),
            **extra_env}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env, cwd=REPO)
+    proc = run_mpi(cmd, capture_output=True, text=True, timeout=120, env=env, cwd=REPO)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     got = {int(c): fp for c, fp in re.findall(r"^FPC \S+ (\d+) (\S+)$", proc.stdout, re.M)}
     assert sorted(got) == COUNTS, proc.stdout

@@ -19,7 +19,11 @@ FAST_STOP = {"min_reps": 3, "max_reps": 6, "precision": 0.5, "warmup": 1, "time_
 
 
 def write_config(tmp_path, experiments, **top):
-    doc = {"campaign": "wf", "stopping": FAST_STOP, "experiments": experiments, **top}
+    """The test's campaign config. The confirmation stage (on by default) is left out unless
+    the test passes ``confirm=``: test_confirm.py and test_tune_workflow.py test it, and its
+    launches doubled the time of every other workflow test."""
+    doc = {"campaign": "wf", "stopping": FAST_STOP, "confirm": {"enabled": False},
+           "experiments": experiments, **top}
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(doc))
     return path

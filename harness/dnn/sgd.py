@@ -53,6 +53,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import paths, results
+from ..turns import launch_turn
 
 # The paper's Table 5 (Proficz 2018): all-reduce average elapsed time (ms) and training total
 # time (ms), 16 nodes, 1 Gbps Ethernet, 128 executions of 390 iterations per algorithm.
@@ -181,24 +182,25 @@ def execute(spec_path, timeout: float | None = None) -> int:
     out = Path(spec["output"])
     if out.exists():
         out.unlink()  # a document from an earlier attempt must not pass for this one
-    proc = subprocess.Popen(["bash", spec["jobscript"]], start_new_session=True)
-    try:
-        rc = proc.wait(timeout=timeout)
-    except (subprocess.TimeoutExpired, KeyboardInterrupt) as exc:
+    name = f"{spec['experiment']} {execution_name(spec['algorithm'], spec['execution'])}"
+    with launch_turn(f"harness.dnn.sgd: {name}"):
+        proc = subprocess.Popen(["bash", spec["jobscript"]], start_new_session=True)
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        print(f"harness.dnn.sgd: {spec['experiment']} {execution_name(spec['algorithm'], spec['execution'])}"
-              f": past its wall-time limit of {timeout:g} s; killed", file=sys.stderr)
-        return 124
+            rc = proc.wait(timeout=timeout)
+        except (subprocess.TimeoutExpired, KeyboardInterrupt) as exc:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            print(f"harness.dnn.sgd: {name}: past its wall-time limit of {timeout:g} s; killed",
+                  file=sys.stderr)
+            return 124
     if rc != 0:
         what = "its parameters were wrong" if rc == WRONG else f"the launch exited with status {rc}"
-        print(f"harness.dnn.sgd: {spec['experiment']} {execution_name(spec['algorithm'], spec['execution'])}"
-              f": {what}", file=sys.stderr)
+        print(f"harness.dnn.sgd: {name}: {what}", file=sys.stderr)
         return rc
     if not out.is_file():
         print(f"harness.dnn.sgd: the launch exited 0 but wrote no {out}", file=sys.stderr)

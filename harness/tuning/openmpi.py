@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import Table
+from ..turns import launch_turn
 
 RULES_FILE = "openmpi-allreduce.rules"
 ALLREDUCE = 2  # COLLTYPE: ALLGATHER 0, ALLGATHERV 1, ALLREDUCE 2, ...
@@ -318,8 +319,9 @@ def probe(env: dict, lib, points: list[tuple[int, int]] = ()) -> dict:
     for var, dirs in lib.prepend().items():
         run_env[var] = os.pathsep.join(dirs + [p for p in [run_env.get(var)] if p])
     cmd = [*lib.launch_argv(1), sys.executable, "-c", _PROBE, json.dumps([list(p) for p in points])]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=run_env,
-                          timeout=PROBE_TIMEOUT, stdin=subprocess.DEVNULL)
+    with launch_turn("Open MPI tuning probe"):
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=run_env,
+                              timeout=PROBE_TIMEOUT, stdin=subprocess.DEVNULL)
     for line in proc.stdout.splitlines():
         if line.startswith("TUNEDPROBE "):
             return json.loads(line[len("TUNEDPROBE "):])
