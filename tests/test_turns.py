@@ -1,0 +1,75 @@
+"""Local launches taking turns (``harness/turns.py``, ``HARNESS_LAUNCH_LOCK``): a launch waits
+while another harness process holds the turn and says so; inside a Slurm job, or with the
+variable unset, nothing waits."""
+
+import fcntl
+import os
+import subprocess
+import sys
+import time
+
+from conftest import FAST, HARNESS, REPO
+
+TAKE = ("from harness.turns import launch_turn\n"
+        "with launch_turn('probe') as waited:\n"
+        "    print(f'turn after {waited:.3f} s', flush=True)\n")
+
+
+def _start(argv, lock, **extra):
+    env = {k: v for k, v in os.environ.items() if k != "SLURM_JOB_ID"}
+    env.update(HARNESS_LAUNCH_LOCK=str(lock), **extra)
+    return subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _held(lock):
+    fh = open(lock, "a+")
+    fcntl.flock(fh, fcntl.LOCK_EX)
+    return fh
+
+
+def test_a_second_process_waits_for_the_turn_and_says_so(tmp_path):
+    lock = tmp_path / "launch.lock"
+    holder = _held(lock)
+    proc = _start([sys.executable, "-c", TAKE], lock)
+    said = proc.stderr.readline()  # returns once the process found the turn taken
+    assert said == f"probe: waiting for another launch on this machine to end " \
+                   f"(HARNESS_LAUNCH_LOCK={lock})\n"
+    time.sleep(0.5)
+    assert proc.poll() is None  # cannot have its turn while it is held here
+    holder.close()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert float(out.split()[2]) >= 0.5
+
+
+def test_nothing_waits_inside_a_slurm_job_or_without_the_variable(tmp_path):
+    lock = tmp_path / "launch.lock"
+    holder = _held(lock)
+    try:
+        in_job = _start([sys.executable, "-c", TAKE], lock, SLURM_JOB_ID="42")
+        out, err = in_job.communicate(timeout=60)
+        assert in_job.returncode == 0 and out.startswith("turn after 0.000 s"), (out, err)
+        env = {k: v for k, v in os.environ.items() if k != "HARNESS_LAUNCH_LOCK"}
+        free = subprocess.run([sys.executable, "-c", TAKE], env=env, cwd=REPO,
+                              capture_output=True, text=True, timeout=60)
+        assert free.returncode == 0 and "waiting" not in free.stderr
+    finally:
+        holder.close()
+
+
+def test_harness_run_waits_for_the_turn_then_measures(tmp_path):
+    lock = tmp_path / "launch.lock"
+    holder = _held(lock)
+    proc = _start(HARNESS + ["run", "--library", "mpich", "--algorithm", "native:auto",
+                             "--procs", "2", "--size", "64B", *FAST], lock,
+                  HARNESS_RESULTS=str(tmp_path / "results"))
+    said = proc.stderr.readline()
+    assert said.startswith("run r") and "waiting for another launch" in said, said
+    time.sleep(0.5)
+    # the run waits for its turn: nothing was launched, nothing written
+    assert proc.poll() is None and not list(tmp_path.glob("results/adhoc/runs/*.json"))
+    holder.close()
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, out + err
+    assert len(list(tmp_path.glob("results/adhoc/runs/*.json"))) == 1
