@@ -69,12 +69,12 @@ def to_latex(df) -> str:
 
 
 def figure(df: pd.DataFrame, path) -> list[Path]:
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # no pyplot: the workflow draws in threads
 
     style.setup()
     libs = sorted(df.library.unique()) or ["(none)"]
-    fig, axes = plt.subplots(1, len(libs), figsize=(3.2 * len(libs), 2.8), squeeze=False,
-                             sharey=True)
+    fig = Figure(figsize=(3.2 * len(libs), 2.8))
+    axes = fig.subplots(1, len(libs), squeeze=False, sharey=True)
     for ax, lib in zip(axes[0], libs):
         crowded = int(((df.library == lib) & (df.verdict == "oversubscribed")).sum())
         # oversubscribed cells were not measured again: counted in a note, not drawn
@@ -109,9 +109,7 @@ def figure(df: pd.DataFrame, path) -> list[Path]:
         ax.set_yscale("log")
     axes[0][0].set_ylabel("gain t_AUTO / t_BEST (log)")
     fig.suptitle("AUTO vs BEST, confirmed (95% CI; hollow grey: tie)", fontsize=9, y=1.06)
-    written = style.save(fig, path)
-    plt.close(fig)
-    return written
+    return style.save(fig, path)
 
 
 def make_confirm(paths, tables_dir, figures_dir) -> None:

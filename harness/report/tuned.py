@@ -81,7 +81,7 @@ def display(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def figure(df: pd.DataFrame, library: str, path) -> list[Path]:
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # no pyplot: the workflow draws in threads
 
     d = df[df.library == library]
     if d.empty or not d.tuned_mean.map(_num).any():
@@ -89,7 +89,8 @@ def figure(df: pd.DataFrame, library: str, path) -> list[Path]:
                                  "no verification launches carry a time")
     style.setup()
     procs = sorted(int(p) for p in d.procs.unique())
-    fig, axes = plt.subplots(1, len(procs), figsize=(3.4 * len(procs), 3.0), squeeze=False)
+    fig = Figure(figsize=(3.4 * len(procs), 3.0))
+    axes = fig.subplots(1, len(procs), squeeze=False)
     for ax, p in zip(axes[0], procs):
         g = d[d.procs == p].sort_values("size")
         series = [("AUTO", "auto_mean", style.AUTO_COLOR, "o", 1.0),
@@ -122,9 +123,7 @@ def figure(df: pd.DataFrame, library: str, path) -> list[Path]:
     fig.suptitle(f"{style.library_title(library)}: AUTO vs tuned, fresh interleaved launches",
                  fontsize=9)
     fig.tight_layout()
-    written = style.save(fig, path)
-    plt.close(fig)
-    return written
+    return style.save(fig, path)
 
 
 def make_tuned(paths, tables_dir, figures_dir, libraries) -> list[Path]:
