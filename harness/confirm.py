@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from . import plan, results, runner
+from .analysis.best import fastest
 from .dnn import workload
 from .stats import t_quantile
 
@@ -72,12 +73,12 @@ def pick(df, library: str, procs: int, nodes: int, thread_level: str) -> list[di
         entry = dict(zip(KEY, key), library=library, procs=procs, nodes=nodes,
                      thread_level=thread_level)
         auto = g[g.algorithm == "native:auto"]
-        cand = g[(g.algorithm != "native:auto") & g.status.isin(USABLE) & g["mean"].notna()]
+        b = fastest(g[g.algorithm != "native:auto"])  # BEST among the forced algorithms
         if auto.empty or auto.iloc[0].status not in USABLE or not pd.notna(auto.iloc[0]["mean"]) \
-                or cand.empty:
+                or b is None:
             out.append({**entry, "verdict": "no data"})
             continue
-        a, b = auto.iloc[0], cand.sort_values("mean").iloc[0]
+        a = auto.iloc[0]
         entry.update(auto_cell=a.cell_id, auto_campaign=float(a["mean"]), best=b.algorithm,
                      best_cell=b.cell_id, best_campaign=float(b["mean"]),
                      campaign_gain=float(a["mean"]) / float(b["mean"]))

@@ -2,9 +2,9 @@
 
 ``auto_vs_best(summary)`` gives one row per library x P x message size (and per dtype, op,
 delay, max_delay, late_rank, nodes, metric when those vary in the input): the time of
-``native:auto`` (AUTO), the BEST native algorithm -- the lowest mean among the ``native:*``
-cells that carry a time (status ``ok`` or ``not-converged``), AUTO included, so BEST is never
-slower than AUTO -- and gain = AUTO time / BEST time. Cells with status wrong, failed or timeout
+``native:auto`` (AUTO), the BEST native algorithm (``harness.analysis.best``: the lowest mean
+among the ``native:*`` cells that carry a time, status ``ok`` or ``not-converged``), AUTO
+included, so BEST is never slower than AUTO -- and gain = AUTO time / BEST time. Cells with status wrong, failed or timeout
 are never candidates; they are listed in the ``excluded`` column.
 
 ``write_table(table, path_without_ext, caption)`` writes ``.md``, ``.tex`` (booktabs) and
@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..analysis.best import TIMED, fastest, timed_mask  # noqa: F401  (TIMED, timed_mask: read by the reports)
 from ..results import atomic_write_text
 from ..dnn import workload
 from . import style
 
-TIMED = ("ok", "not-converged")
 AUTO = style.AUTO
 MIB = float(2**20)
 # Columns that define the conditions of a cell besides library, P and size; a table or figure
@@ -89,12 +89,6 @@ def prepare(df: pd.DataFrame, workloads: bool = False) -> pd.DataFrame:
     return d.reset_index(drop=True)
 
 
-def timed_mask(d: pd.DataFrame) -> pd.Series:
-    """Rows that carry a usable time: status ok/not-converged and a positive finite mean."""
-    mean = pd.to_numeric(d["mean"], errors="coerce")
-    return d["status"].isin(TIMED) & np.isfinite(mean) & (mean > 0)
-
-
 def varying(d: pd.DataFrame, cols=CONTEXT) -> list[str]:
     return [c for c in cols if c in d.columns and d[c].nunique(dropna=False) > 1]
 
@@ -143,7 +137,7 @@ def auto_vs_best(df: pd.DataFrame) -> pd.DataFrame:
         autos = g[g["algorithm"] == AUTO]
         a = autos.iloc[-1] if len(autos) else None
         a_timed = a is not None and bool(ok.loc[autos.index[-1]])
-        b = gt.sort_values(["mean", "algorithm"], kind="stable").iloc[0] if len(gt) else None
+        b = fastest(g)
         am = _f(a, "mean") if a_timed else math.nan
         al = _f(a, "ci_low") if a_timed else math.nan
         ah = _f(a, "ci_high") if a_timed else math.nan
