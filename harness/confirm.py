@@ -140,11 +140,7 @@ def run_group(campaign, name: str, out: Path, log=print) -> dict:
 
     library, procs, nodes, level = campaign.confirm_groups()[name]
     cfg = campaign.cfg
-    from .algorithms import p2p_bench
-    from .dnn.workload import without
-
-    df = without(pd.read_csv(campaign.store.summary))  # iterations are confirmed elsewhere
-    df = p2p_bench.without(df)  # ping-pong / local reduction rows time no allreduce
+    df = results.allreduce_rows(pd.read_csv(campaign.store.summary))
     entries = pick(df, library, procs, nodes, level)
     todo = [e for e in entries if "verdict" not in e]
     rounds = int(cfg.confirm["rounds"])

@@ -763,12 +763,9 @@ def fit_campaign(summary_csv, library: str = "openmpi", source: str = "native",
     if source == "native" and library != "openmpi":
         raise ValueError(f"library: the Table 1 models are of Open MPI's algorithms; native "
                          f"fits need library 'openmpi', got {library!r}")
-    from .dnn.workload import without
+    from .results import allreduce_rows
 
-    from .algorithms import p2p_bench
-
-    df = without(pd.read_csv(summary_csv))  # workload rows time iterations, not calls
-    df = p2p_bench.without(df)  # ping-pong / local reduction rows: no allreduce to fit
+    df = allreduce_rows(pd.read_csv(summary_csv))
     gamma_how = "given"
     if gamma is None:
         gamma, gamma_how = measure_gamma(), "measure_gamma (np.add on this machine)"

@@ -22,6 +22,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from .algorithms import p2p_bench
+from .dnn import workload
 from .launches import bus_bandwidth
 
 STATUSES = ("ok", "wrong", "timeout", "failed", "not-converged")
@@ -307,3 +309,10 @@ def rebuild_summary(store: CampaignStore, keep=None, runs=None, log=None):
     df = summary_frame(store, keep=keep, runs=runs, log=log)
     atomic_write_text(store.summary, df.to_csv(index=False))
     return df
+
+
+def allreduce_rows(df):
+    """The summary rows that time one allreduce call: without the workload rows (a training
+    iteration, ``harness.dnn.workload``) and the ping-pong / local reduction rows
+    (``harness.algorithms.p2p_bench``), which time no allreduce."""
+    return p2p_bench.without(workload.without(df))

@@ -51,11 +51,7 @@ def load(root: Path, campaign: str) -> pd.DataFrame:
         have = campaigns(root)
         raise TuneError(f"campaign {campaign!r} has no results ({path} not found); campaigns "
                         f"with results: {', '.join(have) if have else 'none'}")
-    from .algorithms import p2p_bench
-    from .dnn.workload import without
-
-    # a workload row's size is an iteration, not a call; ping-pong rows time no allreduce
-    return p2p_bench.without(without(pd.read_csv(path)))
+    return results.allreduce_rows(pd.read_csv(path))
 
 
 def _main_condition(d: pd.DataFrame) -> dict:
