@@ -63,12 +63,14 @@ def parse_time(text: str | float | int) -> float:
     return float(m.group(2)) * _TIME_UNITS[unit]
 
 
-def format_size(nbytes: int) -> str:
-    """``65536`` -> ``"64KiB"``; exact binary multiples get a prefix, others stay in bytes."""
+def format_size(nbytes) -> str:
+    """``65536`` -> ``"64KiB"``; exact binary multiples get a prefix, others stay in bytes
+    (a float or NumPy number of bytes, as a summary column holds, is taken as a whole)."""
+    n = int(nbytes)
     for unit, factor in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if nbytes >= factor and nbytes % factor == 0:
-            return f"{nbytes // factor}{unit}"
-    return f"{nbytes}B"
+        if n >= factor and n % factor == 0:
+            return f"{n // factor}{unit}"
+    return f"{n}B"
 
 
 def format_time(seconds: float) -> str:

@@ -21,6 +21,7 @@ import pandas as pd
 
 from ..analysis.best import TIMED, fastest, timed_mask  # noqa: F401  (TIMED, timed_mask: read by the reports)
 from ..results import atomic_write_text
+from ..units import format_size  # noqa: F401  (the reports' size labels)
 from ..dnn import workload
 from . import style
 
@@ -187,15 +188,6 @@ def auto_vs_best(df: pd.DataFrame) -> pd.DataFrame:
 
 
 # ----------------------------------------------------------------------------- formatting
-
-def format_size(nbytes) -> str:
-    """``4096`` -> ``4KiB``; ``1048576`` -> ``1MiB``; non-multiples stay in bytes."""
-    n = int(nbytes)
-    for unit, factor in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if n >= factor and n % factor == 0:
-            return f"{n // factor}{unit}"
-    return f"{n}B"
-
 
 def time_unit(seconds: float) -> tuple[str, float]:
     a = abs(seconds)
