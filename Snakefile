@@ -38,18 +38,7 @@ include: "workflow/rules/sgd.smk"
 rule all:
     default_target: True
     input:
-        RES + "/summary.csv",
-        rules.report.output,
-        rules.report_suara.output if SUARA else [],
-        rules.report_node_aware.output if NODE_AWARE else [],
-        rules.report_pap.output if HAS_PAP else [],
-        rules.report_pingpong.output if HAS_PINGPONG else [],
-        rules.report_workload.output if WORKLOAD_MODELS else [],
-        rules.report_cross_library.output if CROSS_LIBRARY else [],
-        PARAMS_OUTPUTS,
-        rules.report_projection.output if PROJECTION else [],
-        rules.report_confirm.output if CONFIRM_GROUPS else [],
-        rules.report_tuned.output if TUNE_LIBS else [],
+        REPORT_OUTPUTS,  # workflow/rules/page.smk
         RES + "/report/index.html",
         SGD_OUTPUTS,
 

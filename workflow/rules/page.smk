@@ -4,7 +4,10 @@
 
 localrules: report_page
 
-PAGE_INPUTS = [
+# Every table and figure the campaign's reports write: what the page shows, and (with the
+# page) what `rule all` in the Snakefile asks for. One list: a report added to it is built and
+# shown.
+REPORT_OUTPUTS = [
     RES + "/summary.csv",
     rules.report.output,
     rules.report_suara.output if SUARA else [],
@@ -21,7 +24,7 @@ PAGE_INPUTS = [
 
 rule report_page:
     input:
-        PAGE_INPUTS,
+        REPORT_OUTPUTS,
     output:
         RES + "/report/index.html",
     run:
