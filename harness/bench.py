@@ -471,7 +471,7 @@ def _record_knowledge(m: _Cell, errors: list) -> None:
                    estimate_error_ms_max=float(e.max()))
 
 
-def _provenance(comm, spec: dict) -> dict:
+def launch_provenance(comm, spec: dict) -> dict:
     from mpi4py import MPI
     import mpi4py
 
@@ -586,7 +586,7 @@ def run(spec_path: str) -> int:
     settings = spec["settings"]
     doc, raw_parts = _resume(spec, rank)
     done = comm.bcast([c["cell_id"] for c in doc["cells"]] if doc else [], root=0)
-    provenance = _provenance(comm, spec)
+    provenance = launch_provenance(comm, spec)
     if rank == 0:
         if doc is None:
             doc = results.new_run_doc(spec)

@@ -122,7 +122,7 @@ class Params:
             "gamma": float(self.gamma),
             "m_s": float(self.m_s),
             "rs_segments": self.rs_segments,
-            "provenance": _plain(dict(self.provenance)),
+            "provenance": plain_json(dict(self.provenance)),
         }
 
     @classmethod
@@ -143,12 +143,12 @@ class Params:
                    rs_segments=str(d.get("rs_segments", "stage")))
 
 
-def _plain(x):
+def plain_json(x):
     """JSON-friendly copy (numpy scalars -> Python, tuples -> lists)."""
     if isinstance(x, Mapping):
-        return {str(k): _plain(v) for k, v in x.items()}
+        return {str(k): plain_json(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_plain(v) for v in x]
+        return [plain_json(v) for v in x]
     if isinstance(x, np.generic):
         return x.item()
     return x
@@ -609,7 +609,7 @@ def padded_grid(P: int, m: float, params: Params, algorithms: Sequence[str] | No
 # --------------------------------------------------------------------------- fitting
 
 
-def _r2(y: np.ndarray, yhat: np.ndarray) -> float:
+def r_squared(y: np.ndarray, yhat: np.ndarray) -> float:
     ss_res = float(np.sum((y - yhat) ** 2))
     ss_tot = float(np.sum((y - np.mean(y)) ** 2))
     return 1.0 - ss_res / ss_tot if ss_tot > 0 else (1.0 if ss_res == 0 else 0.0)
@@ -657,7 +657,7 @@ def fit(df, algorithm: str, gamma: float = PAPER_GAMMA, m_s: float = PAPER_MS,
     scale[scale == 0] = 1.0
     sol, _ = nnls(Xw / scale, y * w)
     alpha, beta = (sol / scale).tolist()
-    r2 = _r2(y, X @ np.array([alpha, beta]))
+    r2 = r_squared(y, X @ np.array([alpha, beta]))
     return float(alpha), float(beta), float(r2), int(n)
 
 

@@ -148,7 +148,7 @@ def fit_hockney(sizes, times, weighting: str = "relative") -> dict:
     scale = np.linalg.norm(X, axis=0)
     sol, _ = nnls(X / scale, y * w)
     alpha, beta = (sol / scale).tolist()
-    r2 = models._r2(y, alpha + beta * x)
+    r2 = models.r_squared(y, alpha + beta * x)
     return {"alpha": float(alpha), "beta": float(beta), "r2": float(r2), "n": int(len(x)),
             "sizes": [int(x.min()), int(x.max())]}
 
@@ -178,7 +178,7 @@ def fit_gamma_rows(df: pd.DataFrame, library: str | None = None) -> tuple[float,
     info = {"from": "reduce_local rows: least-squares slope of time against bytes",
             "library": None if pooled else library, "dtype": dtype, "n": int(len(d)),
             "sizes": [int(d["size"].min()), int(d["size"].max())],
-            "r2": models._r2(d["mean"].to_numpy(float), pred)}
+            "r2": models.r_squared(d["mean"].to_numpy(float), pred)}
     return float(gamma), info
 
 
@@ -350,8 +350,8 @@ def fit_file(summary_csv, campaign: str | None = None, library: str = "openmpi",
         else:
             prov.update({"gamma": gamma_info, "summary_sha256": digest, "campaign": campaign,
                          "date": date})
-            doc["maxrate"] = {**asdict(mr), "provenance": models._plain(prov)}
-    return models._plain(doc)
+            doc["maxrate"] = {**asdict(mr), "provenance": models.plain_json(prov)}
+    return models.plain_json(doc)
 
 
 def write(summary_csv, out, **kw) -> dict:

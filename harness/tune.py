@@ -288,7 +288,7 @@ def env_lines(env: dict) -> str:
     return "".join(f"export {k}={shlex.quote(str(v))}\n" for k, v in sorted(env.items()))
 
 
-def _refined(path: Path) -> list[tuple[int, int]]:
+def refined_points(path: Path) -> list[tuple[int, int]]:
     """The held-out points an earlier verification found AUTO faster at, inside a rule: a
     later ``harness tune`` keeps the rules cut there."""
     try:
@@ -341,7 +341,7 @@ def tune(root: Path, campaign: str, out_dir: Path | None = None, log=print,
         if only and library != only:
             continue
         table, rows = build(ev, library)
-        avoid_here = list(avoid) if only else _refined(out_dir / f"verify-{library}.json")
+        avoid_here = list(avoid) if only else refined_points(out_dir / f"verify-{library}.json")
         if avoid_here:
             mod = writer(library)
             measured = {int(p): sorted(int(x) for x in g["size"]) for p, g in rows.groupby("procs")}

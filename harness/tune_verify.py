@@ -100,7 +100,7 @@ def run_library(campaign, library: str, out: Path, log=print) -> dict:
     the document keeps the first pass."""
     from . import paths, tune
 
-    earlier = tune._refined(out)  # cuts an earlier verification made (harness tune keeps them)
+    earlier = tune.refined_points(out)  # cuts an earlier verification made (harness tune keeps them)
     doc = _verify(campaign, library, LAUNCH_BASE, log)
     bad = [(e["procs"], e["size"]) for e in doc["entries"]
            if e["held_out"] and e["expected"] != "auto" and e["verdict"] == "AUTO faster"]

@@ -306,7 +306,7 @@ def test_params_roundtrip():
     d = json.loads(json.dumps(p.to_dict()))
     q = Params.from_dict(d)
     assert q == p
-    assert q.provenance == json.loads(json.dumps(models._plain(dict(p.provenance))))
+    assert q.provenance == json.loads(json.dumps(models.plain_json(dict(p.provenance))))
     p2 = Params(ab={"rs": (1e-6, 2e-10)}, gamma=1e-10, m_s=4096,
                 provenance={"source": "fit", "date": "2026-11-23", "campaign": "c1",
                             "fits": {"rs": {"r2": np.float64(0.98), "n": np.int64(12)}}})

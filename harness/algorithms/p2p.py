@@ -49,7 +49,7 @@ DEFAULT_SEGMENT_SIZE = 65536  # bytes, ``ctx.params["segment_size"]`` overrides
 # ---------------------------------------------------------------------------------------------
 # helpers
 
-def _scratch(ctx, name: str, length: int, dtype) -> np.ndarray:
+def scratch_array(ctx, name: str, length: int, dtype) -> np.ndarray:
     """A page-aligned scratch array of ``length`` elements of ``dtype``, made once per
     (name, length, dtype) and then reused: a cell with another count or dtype gets its own."""
     key = (name, int(length), np.dtype(dtype).str)
@@ -59,7 +59,7 @@ def _scratch(ctx, name: str, length: int, dtype) -> np.ndarray:
     return buf
 
 
-def _cached(ctx, key: tuple, build):
+def cached(ctx, key: tuple, build):
     """``build()`` once per key (block layouts: pure integers, no references to buffers)."""
     value = ctx.scratch.get(key)
     if value is None:
@@ -67,7 +67,7 @@ def _cached(ctx, key: tuple, build):
     return value
 
 
-def _trivial(comm, sendbuf, recvbuf) -> bool:
+def trivial_call(comm, sendbuf, recvbuf) -> bool:
     """Handle count = 0 (nothing to do) and P = 1 (a copy); True if the call is done."""
     if recvbuf.size == 0:
         return True
@@ -77,7 +77,7 @@ def _trivial(comm, sendbuf, recvbuf) -> bool:
     return False
 
 
-def _split(count: int, nblocks: int):
+def ring_blocks(count: int, nblocks: int):
     """Open MPI's ``COLL_BASE_COMPUTE_BLOCKCOUNT``: ``count`` elements in ``nblocks`` blocks,
     the first ``count % nblocks`` ("early") one element longer than the others. Returns
     (offsets, lengths)."""
@@ -113,14 +113,14 @@ def linear(comm, sendbuf, recvbuf, op, ctx):
     for all of them (the paper models these P-1 sends as sequential; the library posts them
     together and lets the transport serialise them).
     """
-    if _trivial(comm, sendbuf, recvbuf):
+    if trivial_call(comm, sendbuf, recvbuf):
         return
     size, rank = comm.Get_size(), comm.Get_rank()
     if rank != 0:
         comm.Send(sendbuf, 0, TAG_LINEAR_REDUCE)
         comm.Recv(recvbuf, 0, TAG_LINEAR_BCAST)
         return
-    tmp = _scratch(ctx, "linear.in", recvbuf.size, recvbuf.dtype)
+    tmp = scratch_array(ctx, "linear.in", recvbuf.size, recvbuf.dtype)
     comm.Recv(recvbuf, size - 1, TAG_LINEAR_REDUCE)
     for i in range(size - 2, 0, -1):
         comm.Recv(tmp, i, TAG_LINEAR_REDUCE)
@@ -149,11 +149,11 @@ def nonoverlapping(comm, sendbuf, recvbuf, op, ctx):
     its parent, then posts nonblocking sends to its children (nearest first, as in the
     ``bmtree`` child order) and waits for them.
     """
-    if _trivial(comm, sendbuf, recvbuf):
+    if trivial_call(comm, sendbuf, recvbuf):
         return
     size, rank = comm.Get_size(), comm.Get_rank()
     np.copyto(recvbuf, sendbuf)
-    tmp = _scratch(ctx, "nonoverlapping.in", recvbuf.size, recvbuf.dtype)
+    tmp = scratch_array(ctx, "nonoverlapping.in", recvbuf.size, recvbuf.dtype)
     # binomial reduce to 0
     mask = 1
     while mask < size:
@@ -189,7 +189,7 @@ def _recursive_doubling(comm, sendbuf, recvbuf, op, ctx, size, rank):
     count, dtype = recvbuf.size, recvbuf.dtype
     # Open MPI copies sbuf into a temporary "send" buffer and receives into rbuf; the two
     # swap roles after a reduction so that the lower rank's operand stays on the left
-    tmpsend = _scratch(ctx, "recursive_doubling.buf", count, dtype)
+    tmpsend = scratch_array(ctx, "recursive_doubling.buf", count, dtype)
     tmprecv = recvbuf
     np.copyto(tmpsend, sendbuf)
     adjsize = 1 << (size.bit_length() - 1)  # largest power of two <= size
@@ -239,7 +239,7 @@ def recursive_doubling(comm, sendbuf, recvbuf, op, ctx):
     rank/2, the others rank - r; after the p' ranks finished, each odd rank among the first
     2r sends the result back to rank - 1.
     """
-    if _trivial(comm, sendbuf, recvbuf):
+    if trivial_call(comm, sendbuf, recvbuf):
         return
     _recursive_doubling(comm, sendbuf, recvbuf, op, ctx, comm.Get_size(), comm.Get_rank())
 
@@ -290,9 +290,9 @@ def _ring(comm, sendbuf, recvbuf, op, ctx, size, rank):
     if count < size:
         _recursive_doubling(comm, sendbuf, recvbuf, op, ctx, size, rank)
         return
-    offs, lens = _cached(ctx, ("ring.blocks", count, size), lambda: _split(count, size))
-    inbuf = (_scratch(ctx, "ring.in0", lens[0], dtype),
-             _scratch(ctx, "ring.in1", lens[0], dtype) if size > 2 else None)
+    offs, lens = cached(ctx, ("ring.blocks", count, size), lambda: ring_blocks(count, size))
+    inbuf = (scratch_array(ctx, "ring.in0", lens[0], dtype),
+             scratch_array(ctx, "ring.in1", lens[0], dtype) if size > 2 else None)
     np.copyto(recvbuf, sendbuf)
     _ring_reduce_scatter(comm, recvbuf, op, offs, lens, inbuf, rank, size, TAG_RING_RS)
     _ring_allgather(comm, recvbuf, offs, lens, rank, size, TAG_RING_AG)
@@ -311,7 +311,7 @@ def ring(comm, sendbuf, recvbuf, op, ctx):
     ring. As in Open MPI, count < P (some blocks would be empty) falls back to recursive
     doubling; the papers do not discuss this case.
     """
-    if _trivial(comm, sendbuf, recvbuf):
+    if trivial_call(comm, sendbuf, recvbuf):
         return
     _ring(comm, sendbuf, recvbuf, op, ctx, comm.Get_size(), comm.Get_rank())
 
@@ -331,16 +331,16 @@ def _segmented_layout(count: int, size: int, itemsize: int, segsize: int):
     phases, rest = divmod(count, size * segcount)
     if rest >= size and rest > (size * segcount) // 2:
         phases += 1
-    boffs, blens = _split(count, size)
+    boffs, blens = ring_blocks(count, size)
     per_phase = []
     for phase in range(phases):
         offs, lens = [], []
         for b in range(size):
-            poffs, plens = _split(blens[b], phases)
+            poffs, plens = ring_blocks(blens[b], phases)
             offs.append(boffs[b] + poffs[phase])
             lens.append(plens[phase])
         per_phase.append((offs, lens))
-    maxseg = _split(blens[0], phases)[1][0]
+    maxseg = ring_blocks(blens[0], phases)[1][0]
     return boffs, blens, per_phase, maxseg
 
 
@@ -366,19 +366,19 @@ def segmented_ring(comm, sendbuf, recvbuf, op, ctx):
     count < P * segcount (one phase or less) Open MPI, and this code, fall back to the plain
     ring (which itself falls back to recursive doubling when count < P).
     """
-    if _trivial(comm, sendbuf, recvbuf):
+    if trivial_call(comm, sendbuf, recvbuf):
         return
     size, rank = comm.Get_size(), comm.Get_rank()
     count, dtype = recvbuf.size, recvbuf.dtype
     segsize = int(ctx.params.get("segment_size", DEFAULT_SEGMENT_SIZE))
-    layout = _cached(ctx, ("segmented_ring.layout", count, size, dtype.itemsize, segsize),
+    layout = cached(ctx, ("segmented_ring.layout", count, size, dtype.itemsize, segsize),
                      lambda: _segmented_layout(count, size, dtype.itemsize, segsize) or ())
     if not layout:
         _ring(comm, sendbuf, recvbuf, op, ctx, size, rank)
         return
     boffs, blens, per_phase, maxseg = layout
-    inbuf = (_scratch(ctx, "segmented_ring.in0", maxseg, dtype),
-             _scratch(ctx, "segmented_ring.in1", maxseg, dtype) if size > 2 else None)
+    inbuf = (scratch_array(ctx, "segmented_ring.in0", maxseg, dtype),
+             scratch_array(ctx, "segmented_ring.in1", maxseg, dtype) if size > 2 else None)
     np.copyto(recvbuf, sendbuf)
     for offs, lens in per_phase:
         _ring_reduce_scatter(comm, recvbuf, op, offs, lens, inbuf, rank, size, TAG_SRING_RS)
@@ -441,16 +441,16 @@ def rabenseifner(comm, sendbuf, recvbuf, op, ctx):
     MPICH's selection uses recursive doubling when count < p'. Here count < p' falls back to
     recursive doubling, as MPICH does (the papers do not discuss this case).
     """
-    if _trivial(comm, sendbuf, recvbuf):
+    if trivial_call(comm, sendbuf, recvbuf):
         return
     size, rank = comm.Get_size(), comm.Get_rank()
     count, dtype = recvbuf.size, recvbuf.dtype
     if count < 1 << (size.bit_length() - 1):
         _recursive_doubling(comm, sendbuf, recvbuf, op, ctx, size, rank)
         return
-    vrank, rem, steps = _cached(ctx, ("rabenseifner.plan", count, size, rank),
+    vrank, rem, steps = cached(ctx, ("rabenseifner.plan", count, size, rank),
                                 lambda: _rabenseifner_plan(count, size, rank))
-    tmp = _scratch(ctx, "rabenseifner.tmp", count, dtype)
+    tmp = scratch_array(ctx, "rabenseifner.tmp", count, dtype)
     np.copyto(recvbuf, sendbuf)
     lhalf = count // 2
     if rank < 2 * rem:

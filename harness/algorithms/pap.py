@@ -9,7 +9,7 @@ puts it there before each call, outside the timed region: the injected delays (k
 the plain linear tree / ring in rank order.
 
 New ids: the ranks sorted by arrival time, earliest first, ties by rank (``arrival_order``).
-The data are cut into P segments as Open MPI's ring cuts them (``p2p._split``: the first
+The data are cut into P segments as Open MPI's ring cuts them (``p2p.ring_blocks``: the first
 ``count % P`` are one element longer; with count < P some are empty and travel as empty
 messages, so the schedule is the same for every count).
 
@@ -63,7 +63,7 @@ import numpy as np
 
 from ..units import parse_time
 from . import register
-from .p2p import _cached, _scratch, _split, _trivial
+from .p2p import cached, scratch_array, ring_blocks, trivial_call
 
 FAMILY = "pap"
 TAG_SLT_REDUCE, TAG_SLT_OVERRIDE = 2101, 2102
@@ -173,10 +173,10 @@ def measure_tau(comm, sendbuf, op, ctx) -> float:
     from mpi4py import MPI
 
     size, rank = comm.Get_size(), comm.Get_rank()
-    n = _split(sendbuf.size, size)[1][0]
+    n = ring_blocks(sendbuf.size, size)[1][0]
     out = np.array(sendbuf[:n], copy=True)
-    inb = _scratch(ctx, "pap.tau.in", n, sendbuf.dtype)
-    acc = _scratch(ctx, "pap.tau.acc", n, sendbuf.dtype)
+    inb = scratch_array(ctx, "pap.tau.in", n, sendbuf.dtype)
+    acc = scratch_array(ctx, "pap.tau.acc", n, sendbuf.dtype)
     right, left = (rank + 1) % size, (rank - 1) % size
     samples = []
     for probe in range(TAU_PROBES + 1):
@@ -230,9 +230,9 @@ def _latest(ctx, name: str, key, build):
 def _setup(comm, sendbuf, recvbuf, ctx, name):
     size = comm.Get_size()
     count, dtype = recvbuf.size, recvbuf.dtype
-    offs, lens = _cached(ctx, ("pap.blocks", count, size), lambda: _split(count, size))
-    tmp = _scratch(ctx, f"{name}.in", lens[0], dtype)
-    segs = _cached(ctx, (f"{name}.views", recvbuf.ctypes.data, count, size, dtype.str),
+    offs, lens = cached(ctx, ("pap.blocks", count, size), lambda: ring_blocks(count, size))
+    tmp = scratch_array(ctx, f"{name}.in", lens[0], dtype)
+    segs = cached(ctx, (f"{name}.views", recvbuf.ctypes.data, count, size, dtype.str),
                    lambda: [recvbuf[o:o + n] for o, n in zip(offs, lens)])
     np.copyto(recvbuf, sendbuf)
     return size, lens, tmp, segs
@@ -242,7 +242,7 @@ def _setup(comm, sendbuf, recvbuf, ctx, name):
           description="sorted linear tree: pipeline through the ranks in arrival order (PAP Fig. 5)")
 def slt(comm, sendbuf, recvbuf, op, ctx):
     """Sorted linear tree (Proficz 2018, Fig. 5); see the module doc."""
-    if _trivial(comm, sendbuf, recvbuf):
+    if trivial_call(comm, sendbuf, recvbuf):
         return
     size, lens, tmp, segs = _setup(comm, sendbuf, recvbuf, ctx, "slt")
     arrival = ctx.scratch.get("arrival")
@@ -278,7 +278,7 @@ def slt(comm, sendbuf, recvbuf, op, ctx):
           description="pre-reduced ring: early ranks pre-reduce segments, ring in arrival order (PAP Fig. 7)")
 def prr(comm, sendbuf, recvbuf, op, ctx):
     """Pre-reduced ring (Proficz 2018, Fig. 7); see the module doc."""
-    if _trivial(comm, sendbuf, recvbuf):
+    if trivial_call(comm, sendbuf, recvbuf):
         return
     size, lens, tmp, segs = _setup(comm, sendbuf, recvbuf, ctx, "prr")
     tau = _tau(comm, sendbuf, op, ctx)

@@ -273,7 +273,7 @@ def _flat_parameters(model):
 
 def train(spec: dict) -> int:
     """One execution under MPI (every rank); 0, or WRONG when the parameters differ."""
-    from ..bench import _provenance, init_mpi
+    from ..bench import launch_provenance, init_mpi
 
     MPI = init_mpi("multiple")  # the monitor thread of SLT/PRR; the same level for the ring
     import torch
@@ -293,7 +293,7 @@ def train(spec: dict) -> int:
                   file=sys.stderr)
         return 3
     started = results.now()
-    provenance = _provenance(comm, spec)
+    provenance = launch_provenance(comm, spec)
     if rank == 0:
         provenance.update(torch=torch.__version__, torch_threads=torch.get_num_threads())
     iterations, batch, seed = int(s["iterations"]), int(s["batch"]), int(s["seed"])

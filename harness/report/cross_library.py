@@ -36,9 +36,9 @@ import pandas as pd
 
 from ..results import atomic_write_text
 from . import style, tables
-from .figures import _size_ticks, _throughput, context_label
+from .figures import size_ticks, throughput_points, context_label
 from .pap import _PLAIN
-from .workload import LIB_COLOURS, _bars
+from .workload import LIB_COLOURS, grouped_bars
 
 REFERENCE = "impi"
 TABLE = "cross_library"
@@ -136,10 +136,10 @@ def _display(t: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
         at, aci = tables.format_time(r["auto_mean"], r["auto_ci_low"], r["auto_ci_high"])
         bt, bci = tables.format_time(r["best_mean"], r["best_ci_low"], r["best_ci_high"])
         body.append([
-            str(int(r["procs"])), *[tables._context_label(c, r[c]) for c in ctx],
+            str(int(r["procs"])), *[tables.context_value_label(c, r[c]) for c in ctx],
             tables.format_size(r["size"]), style.library_label(r["library"], r["library_version"]),
             (at or r["auto_status"]) + (dag(r["auto_status"]) if at else ""), aci,
-            tables._algo(r["best_algorithm"]) if r["best_algorithm"] else "none",
+            tables.algorithm_label(r["best_algorithm"]) if r["best_algorithm"] else "none",
             bt + (dag(r["best_status"]) if bt else ""), bci, _speed(r, "auto"), _speed(r, "best"),
         ])
     return header, body
@@ -233,7 +233,7 @@ def figure(t: pd.DataFrame, base) -> list[Path]:
             d = d.sort_values("size")
             for who, ls in (("auto", "-"), ("best", "--")):
                 s = d.rename(columns={f"{who}_{c}": c for c in ("mean", "ci_low", "ci_high")})
-                x, y, err = _throughput(s)
+                x, y, err = throughput_points(s)
                 ax.errorbar(x, y, yerr=err, color=_colour(lib), ls=ls, marker="o" if who == "auto"
                             else "s", ms=3.5, lw=1.3, capsize=2, elinewidth=0.8,
                             label=f"{name} {who.upper()}")
@@ -242,7 +242,7 @@ def figure(t: pd.DataFrame, base) -> list[Path]:
                         if math.isfinite(yi) and a:
                             ax.annotate(style.short(a), (xi, yi), textcoords="offset points",
                                         xytext=(3, 4), fontsize=6, color=_colour(lib))
-        _size_ticks(ax, g["size"].unique())
+        size_ticks(ax, g["size"].unique())
         ax.set_ylim(bottom=0)
         ax.set_xlabel("Message size (bytes per rank)")
         ax.set_ylabel("Throughput, MiB/s = size / time")
@@ -277,7 +277,7 @@ def figure_normalised(t: pd.DataFrame, base) -> list[Path]:
                                  d[f"{who}_speedup_high"].to_numpy(float) - v])
                 series.append((f"{name} {who.upper()}", v,
                                np.clip(np.nan_to_num(err, nan=0.0), 0, None), _colour(lib), hatch))
-        _bars(ax, [tables.format_size(s) for s in sizes], series)
+        grouped_bars(ax, [tables.format_size(s) for s in sizes], series)
         ax.axhline(1.0, color="0.3", linewidth=0.8)
         values = g[["auto_speedup", "best_speedup"]].to_numpy(float)
         values = values[np.isfinite(values) & (values > 0)]

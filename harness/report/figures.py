@@ -74,7 +74,7 @@ def context_label(ctx: dict) -> str:
     return ", ".join(parts)
 
 
-def _size_ticks(ax, sizes):
+def size_ticks(ax, sizes):
     sizes = sorted(sizes)
     ax.set_xscale("log", base=2)
     ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
@@ -96,7 +96,7 @@ def _bar_halfwidth(sizes) -> float:
     return min(0.45, 0.3 * gap)
 
 
-def _throughput(sub: pd.DataFrame):
+def throughput_points(sub: pd.DataFrame):
     """x, y, yerr (2 x n) of timed rows: MiB/s with the time CI converted to throughput."""
     x = sub["size"].to_numpy(float)
     y = tables.mibs(x, sub["mean"].to_numpy(float))
@@ -121,7 +121,7 @@ def harness_best(h: pd.DataFrame) -> pd.DataFrame:
 
 def _draw_harness_best(ax, hb: pd.DataFrame) -> tuple[float, float]:
     """The fastest harness algorithm per size as a dashed line; its (min, max) throughput."""
-    x, y, err = _throughput(hb)
+    x, y, err = throughput_points(hb)
     ax.errorbar(x, y, yerr=err, color=HARNESS_BEST_COLOR, lw=2.0, ls="--", marker="D", ms=4,
                 elinewidth=0.8, capsize=2, capthick=0.8, zorder=8)
     nc = (hb["status"] == "not-converged").to_numpy()
@@ -142,7 +142,7 @@ def _draw_column(ax, axg, d: pd.DataFrame, table: pd.DataFrame, yscale: str, ann
         ymin, ymax = _draw_harness_best(ax, hb)
     for alg in _algo_order(timed["algorithm"]):
         sub = timed[timed["algorithm"] == alg].drop_duplicates("size", keep="last").sort_values("size")
-        x, y, err = _throughput(sub)
+        x, y, err = throughput_points(sub)
         is_auto = alg == AUTO
         c = style.color(alg)
         kw = dict(color=c, lw=2.6 if is_auto else 1.1, zorder=6 if is_auto else 3,
@@ -162,8 +162,8 @@ def _draw_column(ax, axg, d: pd.DataFrame, table: pd.DataFrame, yscale: str, ann
             ymin = min(ymin, float(np.nanmin((y - err[0])[finite])), float(np.nanmin(y[finite])))
             ymax = max(ymax, float(np.nanmax((y + err[1])[finite])))
 
-    _size_ticks(ax, sizes)
-    _size_ticks(axg, sizes)
+    size_ticks(ax, sizes)
+    size_ticks(axg, sizes)
     ax.tick_params(labelbottom=False)
 
     if not plotted:

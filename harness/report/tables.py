@@ -40,7 +40,7 @@ TABLE_COLUMNS = [
 ]
 
 
-def _oversubscribed(row) -> bool:
+def row_oversubscribed(row) -> bool:
     return row is not None and str(row.get("oversubscribed", "")).lower() == "true"
 
 
@@ -108,7 +108,7 @@ def mibs(size, seconds):
 
 # --------------------------------------------------------------------------------- the table
 
-def _f(row, col):
+def row_number(row, col):
     if row is None:
         return math.nan
     try:
@@ -139,10 +139,10 @@ def auto_vs_best(df: pd.DataFrame) -> pd.DataFrame:
         a = autos.iloc[-1] if len(autos) else None
         a_timed = a is not None and bool(ok.loc[autos.index[-1]])
         b = fastest(g)
-        am = _f(a, "mean") if a_timed else math.nan
-        al = _f(a, "ci_low") if a_timed else math.nan
-        ah = _f(a, "ci_high") if a_timed else math.nan
-        bm, bl, bh = _f(b, "mean"), _f(b, "ci_low"), _f(b, "ci_high")
+        am = row_number(a, "mean") if a_timed else math.nan
+        al = row_number(a, "ci_low") if a_timed else math.nan
+        ah = row_number(a, "ci_high") if a_timed else math.nan
+        bm, bl, bh = row_number(b, "mean"), row_number(b, "ci_low"), row_number(b, "ci_high")
         size = float(row["size"])
         with np.errstate(divide="ignore", invalid="ignore"):
             gain = am / bm if a_timed and b is not None else math.nan
@@ -151,7 +151,7 @@ def auto_vs_best(df: pd.DataFrame) -> pd.DataFrame:
         if b is not None and b["algorithm"] == AUTO:
             gain_low = gain_high = 1.0  # AUTO is BEST: the gain is 1 by construction
         bad = g[~ok.loc[g.index]].sort_values("algorithm")
-        crowded = _oversubscribed(a) or _oversubscribed(b)
+        crowded = row_oversubscribed(a) or row_oversubscribed(b)
         significant = bool(a_timed and b is not None and b["algorithm"] != AUTO and bh < al
                            and not crowded)
         if crowded:
@@ -216,13 +216,13 @@ def format_time(seconds: float, low: float = math.nan, high: float = math.nan) -
     return f"{_num(seconds * k)} {unit}", ci
 
 
-def _algo(name: str) -> str:
+def algorithm_label(name: str) -> str:
     if name == AUTO:
         return "AUTO"
     return name.split(":", 1)[1] if name.startswith("native:") else name
 
 
-def _context_label(col: str, v) -> str:
+def context_value_label(col: str, v) -> str:
     if col == "max_delay":
         return format_time(float(v))[0] if float(v) > 0 else "0"
     if isinstance(v, float) and v.is_integer():
@@ -256,13 +256,13 @@ def display(table: pd.DataFrame) -> tuple[list[str], list[list[dict]]]:
         rows.append([
             cell(style.library_label(r["library"], r["library_version"])),
             cell(str(int(r["procs"])), numeric=True),
-            *[cell(_context_label(c, r[c]), numeric=c in ("nodes", "max_delay", "late_rank"))
+            *[cell(context_value_label(c, r[c]), numeric=c in ("nodes", "max_delay", "late_rank"))
               for c in ctx],
             cell(format_size(r["size"]), numeric=True),
             cell(at, numeric=True, dagger=r["auto_status"] == "not-converged"),
             cell(aci, numeric=True),
             cell(_num(r["auto_mibs"]) if math.isfinite(r["auto_mibs"]) else "", numeric=True),
-            cell(_algo(r["best_algorithm"]) if r["best_algorithm"] else "none"),
+            cell(algorithm_label(r["best_algorithm"]) if r["best_algorithm"] else "none"),
             cell(bt, numeric=True, dagger=r["best_status"] == "not-converged"),
             cell(bci, numeric=True),
             cell(_num(r["best_mibs"]) if math.isfinite(r["best_mibs"]) else "", numeric=True),
@@ -270,7 +270,7 @@ def display(table: pd.DataFrame) -> tuple[list[str], list[list[dict]]]:
                  + (" (tie)" if r["verdict"] == "tie" else "")
                  + (" ‡" if r["oversubscribed"] else ""), numeric=True,
                  bold=bool(r["significant"])),
-            cell(", ".join(_algo(x.split(" (")[0]) + " (" + x.split(" (")[1]
+            cell(", ".join(algorithm_label(x.split(" (")[0]) + " (" + x.split(" (")[1]
                            for x in r["excluded"].split("; ")) if r["excluded"] else ""),
         ])
     return header, rows

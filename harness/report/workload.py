@@ -83,11 +83,11 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
                  best_status=b["status"] if b is not None else "")
         for who, row in (("auto", a), ("best", b)):
             for c in ("mean", "ci_low", "ci_high"):
-                r[f"{who}_{c}"] = tables._f(row, c)
+                r[f"{who}_{c}"] = tables.row_number(row, c)
         r["gain"] = r["auto_mean"] / r["best_mean"] if r["best_mean"] else math.nan
         r["significant"] = bool(a is not None and b is not None and b["algorithm"] != tables.AUTO
                                 and r["best_ci_high"] < r["auto_ci_low"])
-        over = any(tables._oversubscribed(x) for x in (a, b))
+        over = any(tables.row_oversubscribed(x) for x in (a, b))
         r["oversubscribed"] = over
         r["verdict"] = ("oversubscribed" if over else "AUTO is BEST" if
                         r["best_algorithm"] == tables.AUTO else "BEST faster" if r["significant"]
@@ -158,7 +158,7 @@ def _display(t: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
             style.library_label(r["library"], r["library_version"]), str(int(r["procs"])),
             _label(r) + f" b={int(r['batch'])}", str(r["calls"]), f"{r['size'] / 2**20:.1f} MiB",
             (_time(r["auto_mean"]) or r["auto_status"]) + dag(r["auto_status"]), aci,
-            tables._algo(r["best_algorithm"]) if r["best_algorithm"] else "none",
+            tables.algorithm_label(r["best_algorithm"]) if r["best_algorithm"] else "none",
             _time(r["best_mean"]) + dag(r["best_status"]), bci, gain,
             f"{r['auto_images']:.1f}" if math.isfinite(r["auto_images"]) else "",
             f"{r['best_images']:.1f}" if math.isfinite(r["best_images"]) else "",
@@ -178,7 +178,7 @@ def _write(header, body, numeric: pd.DataFrame, base: Path, caption: str) -> lis
     return paths
 
 
-def _bars(ax, groups: list[str], series: list[tuple[str, list, list, str, str]]) -> None:
+def grouped_bars(ax, groups: list[str], series: list[tuple[str, list, list, str, str]]) -> None:
     """Grouped bars: ``series`` of (label, values, (low, high) errors, colour, hatch)."""
     x = np.arange(len(groups))
     width = 0.8 / max(1, len(series))
@@ -226,7 +226,7 @@ def figure_images(t: pd.DataFrame, base: Path) -> list[Path]:
                 series.append((f"{style.library_title(lib)} {who.upper()}",
                                x[f"{who}_images"].to_numpy(float), err,
                                LIB_COLOURS.get(lib, style.color(lib)), hatch))
-        _bars(ax, groups, series)
+        grouped_bars(ax, groups, series)
         compute = sorted(d.iteration_compute.unique())
         ax.set_ylabel("images/s (projected)")
         ax.set_title(f"P = {p}, batch {', '.join(str(int(b)) for b in sorted(d.batch.unique()))}"
@@ -259,7 +259,7 @@ def figure_normalised(t: pd.DataFrame, n: pd.DataFrame, base: Path) -> list[Path
             x = d[d.library == lib].set_index("g").reindex(groups)
             series.append((style.library_title(lib), (x.best_images / x.auto_images).to_numpy(float),
                            None, LIB_COLOURS.get(lib, style.color(lib)), ""))
-        _bars(left, groups, series)
+        grouped_bars(left, groups, series)
         left.axhline(1.0, color="0.3", linewidth=0.8)
         left.set_ylabel("BEST / own AUTO (images/s)")
         left.set_title(f"P = {p}: BEST over the library's AUTO")
@@ -272,7 +272,7 @@ def figure_normalised(t: pd.DataFrame, n: pd.DataFrame, base: Path) -> list[Path
                 series.append((f"{style.library_title(lib)} {who.upper()}",
                                x[who].to_numpy(float), None,
                                LIB_COLOURS.get(lib, style.color(lib)), hatch))
-        _bars(right, groups, series)
+        grouped_bars(right, groups, series)
         right.axhline(1.0, color="0.3", linewidth=0.8)
         right.set_ylabel(f"over {style.library_title(ref)} AUTO")
         right.set_title(f"P = {p}: over {style.library_title(ref)} AUTO")
@@ -291,7 +291,7 @@ def make_all(summary_csv, tables_dir, figures_dir) -> list[Path]:
     written = _write(header, body, t, tdir / "workload", CAPTION)
     nh = ["P", "Workload", "Library", "AUTO / ref AUTO", "BEST / ref AUTO", "BEST"]
     nb = [[str(int(r["procs"])), _label(r), style.library_title(r["library"]),
-           f"{r['auto']:.3f}", f"{r['best']:.3f}", tables._algo(r["best_algorithm"])
+           f"{r['auto']:.3f}", f"{r['best']:.3f}", tables.algorithm_label(r["best_algorithm"])
            if r["best_algorithm"] else "none"] for r in n.to_dict("records")]
     ref = n.reference.iloc[0] if len(n) else REFERENCE
     written += _write(nh, nb, n, tdir / "workload_normalised",
