@@ -11,6 +11,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from harness import models  # noqa: E402
+from harness.algorithms.suara import MODEL_TO_OPENMPI  # noqa: E402
 from harness.report import suara  # noqa: E402
 from test_report import row  # noqa: E402
 
@@ -33,8 +34,8 @@ def synthetic(tmp_path):
             rows.append(row("openmpi", "suara2", m, g.time, procs=P, cell_id=f"s{P}{m}",
                             params=json.dumps({"grid": "best-grid", "subs": "native"}),
                             record=json.dumps({"P_r": g.P_r, "P_c": g.P_c,
-                                               "row": suara.MODEL_TO_OPENMPI[g.a_r],
-                                               "col": suara.MODEL_TO_OPENMPI[g.a_c],
+                                               "row": MODEL_TO_OPENMPI[g.a_r],
+                                               "col": MODEL_TO_OPENMPI[g.a_c],
                                                "fallback": None})))
     for m in (MiB, 4 * MiB):  # the Fig. 7 sweep at P = 16, measured = model
         for pc in models.divisors(16):

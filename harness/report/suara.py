@@ -35,7 +35,6 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from .. import models
-from ..algorithms.suara import MODEL_TO_OPENMPI  # noqa: F401  (re-exported for tests)
 from ..results import atomic_write_text
 from . import style, tables
 
