@@ -311,8 +311,8 @@ def rebuild_summary(store: CampaignStore, keep=None, runs=None, log=None):
     return df
 
 
-def allreduce_rows(df):
+def allreduce_rows(df, workloads: bool = False):
     """The summary rows that time one allreduce call: without the workload rows (a training
-    iteration, ``harness.dnn.workload``) and the ping-pong / local reduction rows
-    (``harness.algorithms.p2p_bench``), which time no allreduce."""
-    return p2p_bench.without(workload.without(df))
+    iteration, ``harness.dnn.workload``; kept with ``workloads``) and the ping-pong / local
+    reduction rows (``harness.algorithms.p2p_bench``), which time no allreduce."""
+    return p2p_bench.without(df if workloads else workload.without(df))

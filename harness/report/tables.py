@@ -20,9 +20,8 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.best import TIMED, fastest, timed_mask  # noqa: F401  (TIMED, timed_mask: read by the reports)
-from ..results import atomic_write_text
+from ..results import allreduce_rows, atomic_write_text
 from ..units import format_size  # noqa: F401  (the reports' size labels)
-from ..dnn import workload
 from . import style
 
 AUTO = style.AUTO
@@ -54,9 +53,7 @@ def prepare(df: pd.DataFrame, workloads: bool = False) -> pd.DataFrame:
     """A clean copy of a summary: numeric columns numeric, missing context columns filled,
     status/algorithm as strings, and one row per cell (the newest, by ``finished``). Workload
     rows (a training iteration, ``harness.dnn.workload``) are left out unless ``workloads``."""
-    from ..algorithms import p2p_bench  # ping-pong / local reduction rows time no allreduce
-
-    d = p2p_bench.without(df if workloads else workload.without(df)).copy()
+    d = allreduce_rows(df, workloads=workloads).copy()
     defaults = {"library_version": "", "nodes": 1, "dtype": "float64", "op": "sum",
                 "delay": "none", "max_delay": 0.0, "late_rank": 0, "metric": "mean",
                 "params": "{}", "status": "ok", "finished": "", "error": ""}
