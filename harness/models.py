@@ -746,41 +746,6 @@ HARNESS = {"linear": "linear", "nonoverlapping": "nono", "recursive_doubling": "
            "ring": "rnos", "segmented_ring": "rs", "rabenseifner": "rab"}
 
 
-def fit_campaign(summary_csv, library: str = "openmpi", source: str = "native",
-                 gamma: float | None = None, campaign: str | None = None) -> Params:
-    """(alpha, beta) of each Table 1 algorithm fitted to a campaign's ``summary.csv`` (Sect.
-    5: linear regression over cells with P and m varied) and gamma from a timed local
-    reduction on this machine (``measure_gamma``) unless given. ``source``: ``native`` fits
-    Open MPI's forcible algorithms (``NATIVE_OPENMPI``), ``harness`` the harness's own
-    (``HARNESS``). Provenance: the summary's path and SHA-256, library, source, date, the fit
-    quality of each algorithm."""
-    import hashlib
-
-    import pandas as pd
-
-    if source not in ("native", "harness"):
-        raise ValueError(f"source: expected 'native' or 'harness', got {source!r}")
-    if source == "native" and library != "openmpi":
-        raise ValueError(f"library: the Table 1 models are of Open MPI's algorithms; native "
-                         f"fits need library 'openmpi', got {library!r}")
-    from .results import allreduce_rows
-
-    df = allreduce_rows(pd.read_csv(summary_csv))
-    gamma_how = "given"
-    if gamma is None:
-        gamma, gamma_how = measure_gamma(), "measure_gamma (np.add on this machine)"
-    mapping = NATIVE_OPENMPI if source == "native" else HARNESS
-    digest = hashlib.sha256(open(summary_csv, "rb").read()).hexdigest()
-    params = fit_all(df, mapping, gamma=gamma, library=library, provenance={
-        "source": f"fit of {source} algorithms to {summary_csv}", "summary_sha256": digest,
-        "campaign": campaign, "gamma_from": gamma_how, "algorithm_map": mapping})
-    if not params.ab:
-        fits = params.provenance.get("fits", {})
-        raise ValueError(f"no algorithm could be fitted from {summary_csv} ({library}, {source}): "
-                         + "; ".join(f"{k}: {v.get('error')}" for k, v in fits.items()))
-    return params
-
-
 # --------------------------------------------------------------------------- SUARA-L
 
 

@@ -57,6 +57,7 @@ import numpy as np
 import pandas as pd
 
 from . import maxrate, models
+from .analysis.fit import fit_campaign
 
 TIMED = ("ok", "not-converged")
 LEVELS = ("socket", "node", "network")
@@ -322,7 +323,7 @@ def fit_file(summary_csv, campaign: str | None = None, library: str = "openmpi",
     native_error = None
     if have["native"]:
         try:
-            params = models.fit_campaign(summary_csv, library=library, source=source,
+            params = fit_campaign(summary_csv, library=library, source=source,
                                          gamma=gamma, campaign=campaign)
         except ValueError as e:
             native_error = str(e)

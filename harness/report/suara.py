@@ -16,7 +16,7 @@
   (from the cell's record), predicted and measured time, native AUTO and BEST, speedups;
 - ``tables/model_vs_measured.*``: each classic algorithm's measured mean against the model;
 - ``tables/fitted_params.*``: (alpha, beta) per algorithm fitted to this summary (Open MPI
-  native cells, ``harness.models.fit_campaign``), gamma measured here; ``paper`` values when
+  native cells, ``harness.analysis.fit.fit_campaign``), gamma measured here; ``paper`` values when
   nothing could be fitted.
 
 The model uses the fitted parameters where there are some, else the paper's Table 4; the
@@ -35,6 +35,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from .. import models
+from ..analysis.fit import fit_campaign
 from ..results import atomic_write_text
 from . import style, tables
 
@@ -60,7 +61,7 @@ def fitted_params(summary_csv, gamma: float | None = None) -> tuple[models.Param
     """Parameters fitted to the summary's Open MPI native cells (gamma measured here unless
     given), or the paper's."""
     try:
-        p = models.fit_campaign(summary_csv, library="openmpi", source="native", gamma=gamma)
+        p = fit_campaign(summary_csv, library="openmpi", source="native", gamma=gamma)
         missing = [a for a in models.ALL6 if a not in p.ab]
         if missing:  # the rest from the paper, said so
             ab = dict(p.ab)

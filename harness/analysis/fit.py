@@ -1,0 +1,41 @@
+"""The Hockney models fitted to a campaign's summary (Nuriyev et al., Sect. 5): the summary's
+allreduce rows of Open MPI's six forcible algorithms (or the harness's own) regressed over P
+and message size (``harness.models.fit_all``)."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pandas as pd
+
+from .. import models
+from ..results import allreduce_rows
+
+
+def fit_campaign(summary_csv, library: str = "openmpi", source: str = "native",
+                 gamma: float | None = None, campaign: str | None = None) -> models.Params:
+    """(alpha, beta) of each Table 1 algorithm fitted to a campaign's ``summary.csv`` (Sect.
+    5: linear regression over cells with P and m varied) and gamma from a timed local
+    reduction on this machine (``harness.models.measure_gamma``) unless given. ``source``:
+    ``native`` fits Open MPI's forcible algorithms (``models.NATIVE_OPENMPI``), ``harness``
+    the harness's own (``models.HARNESS``). Provenance: the summary's path and SHA-256,
+    library, source, date, the fit quality of each algorithm."""
+    if source not in ("native", "harness"):
+        raise ValueError(f"source: expected 'native' or 'harness', got {source!r}")
+    if source == "native" and library != "openmpi":
+        raise ValueError(f"library: the Table 1 models are of Open MPI's algorithms; native "
+                         f"fits need library 'openmpi', got {library!r}")
+    df = allreduce_rows(pd.read_csv(summary_csv))
+    gamma_how = "given"
+    if gamma is None:
+        gamma, gamma_how = models.measure_gamma(), "measure_gamma (np.add on this machine)"
+    mapping = models.NATIVE_OPENMPI if source == "native" else models.HARNESS
+    digest = hashlib.sha256(open(summary_csv, "rb").read()).hexdigest()
+    params = models.fit_all(df, mapping, gamma=gamma, library=library, provenance={
+        "source": f"fit of {source} algorithms to {summary_csv}", "summary_sha256": digest,
+        "campaign": campaign, "gamma_from": gamma_how, "algorithm_map": mapping})
+    if not params.ab:
+        fits = params.provenance.get("fits", {})
+        raise ValueError(f"no algorithm could be fitted from {summary_csv} ({library}, {source}): "
+                         + "; ".join(f"{k}: {v.get('error')}" for k, v in fits.items()))
+    return params
