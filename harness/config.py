@@ -19,6 +19,7 @@ import jsonschema
 import yaml
 
 from . import paths
+from .libraries import library_sort_key
 from .algorithms import load_plugin
 from .units import parse_size, parse_time
 
@@ -197,7 +198,6 @@ def _report(doc: dict, given: dict, experiments: list, source: str) -> dict:
     """The report options; ``reference_library`` must be a library of an enabled experiment.
     Left out, it is Intel MPI when the campaign measures it, else the campaign's first library
     (MPICH, Open MPI, Intel MPI order)."""
-    from .report.style import library_sort_key
 
     libraries = sorted({lib for e in experiments for lib in e.libraries}, key=library_sort_key)
     report = dict(doc["report"])

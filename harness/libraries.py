@@ -126,6 +126,14 @@ class Library:
         return [tok.format(**values) for tok in self.launcher]
 
 
+LIBRARY_ORDER = ("mpich", "openmpi", "impi")  # how tables, figures and configs list them
+
+
+def library_sort_key(library: str):
+    """Sort key of a library name: the known libraries in ``LIBRARY_ORDER``, others after."""
+    return (LIBRARY_ORDER.index(library) if library in LIBRARY_ORDER else len(LIBRARY_ORDER), library)
+
+
 def _parse_library(name: str, doc: dict) -> Library:
     algorithms = {}
     for alg_name, a in (doc.get("algorithms") or {}).items():

@@ -21,6 +21,8 @@ from pathlib import Path
 import matplotlib
 import matplotlib.colors
 
+from ..libraries import library_sort_key  # noqa: F401  (the reports sort by it)
+
 AUTO = "native:auto"
 AUTO_COLOR = "#000000"
 
@@ -67,7 +69,6 @@ _ABBREV = {
 }
 
 LIBRARY_TITLES = {"mpich": "MPICH", "openmpi": "Open MPI", "impi": "Intel MPI"}
-LIBRARY_ORDER = ["mpich", "openmpi", "impi"]
 
 
 def _index(name: str) -> int | None:
@@ -139,10 +140,6 @@ def library_label(library: str, version) -> str:
         return f"{title} {m.group(0)}"
     text = " ".join(text.split())
     return f"{title} {text}".strip()
-
-
-def library_sort_key(library: str):
-    return (LIBRARY_ORDER.index(library) if library in LIBRARY_ORDER else len(LIBRARY_ORDER), library)
 
 
 def setup() -> None:
