@@ -20,7 +20,7 @@ import yaml
 
 from . import paths
 from .libraries import library_sort_key
-from .algorithms import load_plugin
+from .algorithms import REGISTRY, load_plugin
 from .units import parse_size, parse_time
 
 SCHEMA_FILE = paths.REPO_ROOT / "workflow" / "schemas" / "experiments.schema.yaml"
@@ -99,7 +99,7 @@ class Config:
     plugins: tuple = ()  # absolute paths of algorithm plugins
     confirm: dict = None  # the confirmation stage (harness.confirm): enabled, rounds, time_budget
     tune: dict = None  # tuned selection (harness.tune, harness.tune_verify): enabled, rounds, ...
-    sgd: dict = None  # distributed SGD experiments by name (harness.dnn.sgd), as validated
+    sgd: dict = None  # distributed SGD experiments by name (harness.dnn.sgd), as validated by sgd_experiment
     report: dict = None  # report options: reference_library (resolved to a campaign library)
 
 
@@ -231,11 +231,56 @@ def _workload_params(e: dict, where: str, source: str, parsed) -> dict:
 
 def _sgd(doc: dict, source: str) -> dict:
     """The enabled ``sgd:`` experiments by name, checked and with times parsed by
-    ``harness.dnn.sgd.experiment`` (ConfigError naming the key path)."""
-    from .dnn.sgd import experiment
-
-    return {k: experiment(k, v, source, doc["launch"], doc["libraries"])
+    ``sgd_experiment`` (ConfigError naming the key path)."""
+    return {k: sgd_experiment(k, v, source, doc["launch"], doc["libraries"])
             for k, v in doc["sgd"].items() if v.get("enabled", True)}
+
+
+# The distributed-SGD experiments (config key ``sgd:``, harness/dnn/sgd.py, docs/sgd.md).
+SGD_DEFAULTS = {
+    "enabled": True, "nodes": 1, "algorithms": ["ring", "slt", "prr"], "iterations": 390,
+    "batch": 8, "executions": 3, "straggler": 0, "straggler_rank": "random", "lr": 0.01,
+    "seed": 0, "noise": 4.0, "edge": "auto", "test_images": 1000, "tau": "auto",
+}
+
+
+def sgd_experiment(name: str, block: dict, source: str = "config", launch: str = "local",
+                   sites: dict | None = None) -> dict:
+    """The checked ``sgd.<name>`` block with defaults and parsed times (``straggler`` in
+    seconds); ConfigError naming the key path. ``launch`` and ``sites`` (the config's
+    ``launch`` and ``libraries``) decide whether the local rank limit applies. Idempotent."""
+    where = f"{source}: sgd.{name}"
+    e = {**SGD_DEFAULTS, **block}
+    for i, alg in enumerate(e["algorithms"]):
+        if alg not in REGISTRY or alg.startswith("native:"):
+            raise ConfigError(f"{where}.algorithms[{i}]: unknown harness algorithm {alg!r}; "
+                              f"valid: {', '.join(sorted(REGISTRY))}")
+    try:
+        e["straggler"] = parse_time(e["straggler"])
+    except ValueError as exc:
+        raise ConfigError(f"{where}.straggler: {exc}") from None
+    if e["straggler"] < 0:
+        raise ConfigError(f"{where}.straggler: expected a time >= 0, got {block['straggler']!r}")
+    r = e["straggler_rank"]
+    if r != "random" and not (isinstance(r, int) and 0 <= r < e["procs"]):
+        raise ConfigError(f"{where}.straggler_rank: expected 'random' or a rank 0..{e['procs'] - 1}"
+                          f", got {r!r}")
+    if e["edge"] != "auto" and not (isinstance(e["edge"], (int, float)) and 0 < e["edge"] < 1):
+        raise ConfigError(f"{where}.edge: expected 'auto' or a fraction between 0 and 1, got "
+                          f"{e['edge']!r}")
+    if e["tau"] != "auto":
+        try:
+            if not parse_time(e["tau"]) > 0:
+                raise ValueError("expected a time > 0")
+        except ValueError as exc:
+            raise ConfigError(f"{where}.tau: {exc} or 'auto'") from None
+    if e["procs"] < e["nodes"]:
+        raise ConfigError(f"{where}.procs: {e['procs']} processes cannot span {e['nodes']} nodes")
+    local = launch != "srun" and not (sites or {}).get(e["library"])
+    if local and too_many_ranks(e["procs"]):
+        raise ConfigError(f"{where}.procs: {e['procs']} ranks on this machine's "
+                          f"{os.cpu_count()} cores is more than {OVERSUBSCRIBE_FACTOR} per core")
+    return e
 
 
 def _explain(err) -> str:

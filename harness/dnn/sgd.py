@@ -67,63 +67,8 @@ EDGE_WINDOW = 20  # iterations of measured fractions the ``auto`` edge takes the
 CHECK_RTOL = 1e-5  # reference check of the sum against MPI_Allreduce (P > 2: order differs)
 WRONG = 4  # exit status of a training whose averaged parameters were wrong
 
-DEFAULTS = {
-    "enabled": True, "nodes": 1, "algorithms": ["ring", "slt", "prr"], "iterations": 390,
-    "batch": 8, "executions": 3, "straggler": 0, "straggler_rank": "random", "lr": 0.01,
-    "seed": 0, "noise": 4.0, "edge": "auto", "test_images": 1000, "tau": "auto",
-}
 
-
-# ------------------------------------------------------------------------------ the config
-
-def experiment(name: str, block: dict, source: str = "config", launch: str = "local",
-               sites: dict | None = None) -> dict:
-    """The checked ``sgd.<name>`` block with defaults and parsed times (``straggler`` in
-    seconds); ConfigError naming the key path. ``launch`` and ``sites`` (the config's
-    ``launch`` and ``libraries``) decide whether the local rank limit applies. Idempotent."""
-    from ..algorithms import REGISTRY
-    from ..config import OVERSUBSCRIBE_FACTOR, ConfigError, too_many_ranks
-    from ..units import parse_time
-
-    where = f"{source}: sgd.{name}"
-    e = {**DEFAULTS, **block}
-    for i, alg in enumerate(e["algorithms"]):
-        if alg not in REGISTRY or alg.startswith("native:"):
-            raise ConfigError(f"{where}.algorithms[{i}]: unknown harness algorithm {alg!r}; "
-                              f"valid: {', '.join(sorted(REGISTRY))}")
-    try:
-        e["straggler"] = parse_time(e["straggler"])
-    except ValueError as exc:
-        raise ConfigError(f"{where}.straggler: {exc}") from None
-    if e["straggler"] < 0:
-        raise ConfigError(f"{where}.straggler: expected a time >= 0, got {block['straggler']!r}")
-    r = e["straggler_rank"]
-    if r != "random" and not (isinstance(r, int) and 0 <= r < e["procs"]):
-        raise ConfigError(f"{where}.straggler_rank: expected 'random' or a rank 0..{e['procs'] - 1}"
-                          f", got {r!r}")
-    if e["edge"] != "auto" and not (isinstance(e["edge"], (int, float)) and 0 < e["edge"] < 1):
-        raise ConfigError(f"{where}.edge: expected 'auto' or a fraction between 0 and 1, got "
-                          f"{e['edge']!r}")
-    if e["tau"] != "auto":
-        try:
-            if not parse_time(e["tau"]) > 0:
-                raise ValueError("expected a time > 0")
-        except ValueError as exc:
-            raise ConfigError(f"{where}.tau: {exc} or 'auto'") from None
-    if e["procs"] < e["nodes"]:
-        raise ConfigError(f"{where}.procs: {e['procs']} processes cannot span {e['nodes']} nodes")
-    local = launch != "srun" and not (sites or {}).get(e["library"])
-    if local and too_many_ranks(e["procs"]):
-        raise ConfigError(f"{where}.procs: {e['procs']} ranks on this machine's "
-                          f"{os.cpu_count()} cores is more than {OVERSUBSCRIBE_FACTOR} per core")
-    return e
-
-
-def experiments(cfg) -> dict:
-    """Every enabled SGD experiment of a harness.config.Config, checked (``experiment``)."""
-    return {name: experiment(name, block, cfg.source, cfg.launch, cfg.libraries)
-            for name, block in (cfg.sgd or {}).items()}
-
+# ------------------------------------------------------------------------------ the launches
 
 def launch_order(exp: dict) -> list[tuple[str, int]]:
     """(algorithm, execution index) in the order the executions run: the algorithms
@@ -146,7 +91,7 @@ def write_launch(cfg, name: str, algorithm: str, k: int, res_dir) -> tuple[Path,
     from ..plan import library_for
     from ..runner import git_commit
 
-    exp = experiments(cfg)[name]
+    exp = cfg.sgd[name]
     base = Path(res_dir) / "sgd" / name
     stem = execution_name(algorithm, k)
     spec_path, script_path = base / "jobs" / f"{stem}.json", base / "jobs" / f"{stem}.sh"

@@ -14,13 +14,9 @@ import json
 import sys
 
 from harness.dnn.sgd import execution_name as _sgd_name
-from harness.dnn.sgd import experiments as _sgd_experiments
 from harness.dnn.sgd import launch_order as _sgd_order
 
-try:
-    SGD = _sgd_experiments(CAMPAIGN.cfg)
-except ConfigError as exc:
-    raise WorkflowError(f"invalid config: {exc}") from None
+SGD = CAMPAIGN.cfg.sgd or {}  # checked with the config (harness.config.sgd_experiment)
 
 localrules: sgd_jobscript, report_sgd
 
