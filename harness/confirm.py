@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from . import plan, results, runner
-from .analysis.best import fastest
+from .analysis.best import SELECTING, fastest
 from .dnn import workload
 from .stats import t_quantile
 
@@ -66,7 +66,7 @@ def pick(df, library: str, procs: int, nodes: int, thread_level: str) -> list[di
 
     d = df[(df.library == library) & (df.procs == procs) & (df.nodes == nodes)
            & (df.thread_level.fillna("single") == thread_level)
-           & df.algorithm.str.startswith("native:") & ~df.algorithm.isin(plan.SELECTING)
+           & df.algorithm.str.startswith("native:") & ~df.algorithm.isin(SELECTING)
            & (df.delay == "none")]
     out = []
     for key, g in d.groupby(KEY, sort=True):

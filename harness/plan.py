@@ -290,9 +290,6 @@ def library_for(cfg, name: str):
     return lib
 
 
-# the library selecting by a tuning file or its autotuner: never a BEST candidate (not forced)
-SELECTING = ("native:tuned", "native:autotuner")
-
 # --kill-on-bad-exit: a rank that dies (e.g. in MPI_Init) ends the step instead of leaving the
 # others waiting until the wall-time limit
 SRUN = ("srun", "--mpi=pmi2", "--nodes={nodes}", "--ntasks={procs}", "--kill-on-bad-exit=1")

@@ -31,7 +31,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import results
-from .plan import SELECTING
+from .analysis.best import SELECTING
 from .tuning import Rule, Table
 
 ITEMSIZES = (1, 2, 4, 8)  # a rule must apply to calls of every common element size

@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 
 TIMED = ("ok", "not-converged")  # the statuses whose mean is a time
+# the library selecting by a tuning file or its autotuner: never a BEST candidate (not forced)
+SELECTING = ("native:tuned", "native:autotuner")
 
 
 def timed_mask(d: pd.DataFrame) -> pd.Series:

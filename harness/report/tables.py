@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..analysis.best import TIMED, fastest, timed_mask  # noqa: F401  (TIMED, timed_mask: read by the reports)
+from ..analysis.best import SELECTING, TIMED, fastest, timed_mask  # noqa: F401  (TIMED, timed_mask: read by the reports)
 from ..results import allreduce_rows, atomic_write_text
 from ..units import format_size  # noqa: F401  (the reports' size labels)
 from . import style
@@ -121,8 +121,6 @@ def auto_vs_best(df: pd.DataFrame) -> pd.DataFrame:
     then ``TABLE_COLUMNS``; times in seconds, throughputs in MiB/s. ``attrs["context"]`` holds
     the context columns that are constant (e.g. ``{"dtype": "float64", ...}``)."""
     d = prepare(df)
-    from ..plan import SELECTING
-
     d = d[d["algorithm"].str.startswith("native:") & ~d["algorithm"].isin(SELECTING)]
     ctx = varying(d)
     keys = ["library", "library_version", "procs", *ctx, "size"]
