@@ -10,83 +10,11 @@ timed loop. Families live one per module and register with ``@register``; a plug
 to ``<name>`` by the launch environment (see ``harness/data/libraries.yaml``).
 """
 
-from __future__ import annotations
+from .registry import REGISTRY, Algorithm, Context, harness_names, load_plugin, register, resolve  # noqa: F401
 
-import importlib.util
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Callable
-
-REGISTRY: dict[str, "Algorithm"] = {}
-
-
-@dataclass(frozen=True)
-class Algorithm:
-    name: str
-    fn: Callable
-    family: str
-    description: str = ""
-
-
-@dataclass
-class Context:
-    """Per-cell state handed to an algorithm: parameters and reusable scratch buffers.
-    An algorithm may leave ``scratch["record"]`` (a dict of plain values, e.g. the grid it
-    chose); the bench stores it with the cell's result."""
-
-    params: dict = field(default_factory=dict)
-    scratch: dict = field(default_factory=dict)
-    # ``[buffer, MPI datatype]`` of sendbuf and recvbuf, built once: mpi4py parses these
-    # about half a microsecond faster than numpy arrays, which matters at 8 bytes
-    sendspec: list | None = None
-    recvspec: list | None = None
-
-
-def register(name: str, *, family: str, description: str = ""):
-    """Decorator adding ``fn`` to the registry under ``name``; a duplicate name is an error."""
-
-    def deco(fn):
-        if name in REGISTRY or name.startswith("native:"):
-            raise ValueError(f"algorithm {name!r} is already registered")
-        REGISTRY[name] = Algorithm(name, fn, family, description or (fn.__doc__ or "").strip())
-        return fn
-
-    return deco
-
-
-_PLUGINS: set[str] = set()
-
-
-def load_plugin(path: str | Path) -> None:
-    """Import a Python file that registers algorithms (once per process)."""
-    path = Path(path).resolve()
-    if str(path) in _PLUGINS:
-        return
-    spec = importlib.util.spec_from_file_location(f"harness_plugin_{path.stem}", path)
-    if spec is None or spec.loader is None:
-        raise ValueError(f"cannot import plugin {str(path)!r}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    _PLUGINS.add(str(path))
-
-
-def harness_names() -> list[str]:
-    return sorted(REGISTRY)
-
-
-def resolve(name: str) -> Callable:
-    """The callable behind ``name``: the native allreduce for ``native:*``, else the registry's."""
-    from .native import native_allreduce
-
-    if name.startswith("native:"):
-        return native_allreduce
-    if name not in REGISTRY:
-        raise KeyError(f"unknown algorithm {name!r}; valid: {', '.join(harness_names())}")
-    return REGISTRY[name].fn
-
-from . import p2p  # noqa: E402,F401  (registers the classic algorithms)
-from . import suara  # noqa: E402,F401  (registers SUARA2)
-from . import node_aware  # noqa: E402,F401  (registers NAP and SMP)
-from . import pap  # noqa: E402,F401  (registers SLT and PRR)
-from . import shm  # noqa: E402,F401  (registers the shared-memory allreduce)
-from . import p2p_bench  # noqa: E402,F401  (registers pingpong and reduce_local)
+from . import p2p  # noqa: F401  (registers the classic algorithms)
+from . import suara  # noqa: F401  (registers SUARA2)
+from . import node_aware  # noqa: F401  (registers NAP and SMP)
+from . import pap  # noqa: F401  (registers SLT and PRR)
+from . import shm  # noqa: F401  (registers the shared-memory allreduce)
+from . import p2p_bench  # noqa: F401  (registers pingpong and reduce_local)

@@ -74,7 +74,7 @@ import numpy as np
 
 from .. import layout as _layout
 from ..verify import aligned_empty
-from . import register
+from .registry import register
 
 FAMILY = "node-aware"
 
@@ -447,7 +447,7 @@ def _smp_shm(comm, lay, ctx) -> list:
     pass), recursive doubling among the masters, a shared-memory broadcast from the master."""
     from mpi4py import MPI
 
-    from . import REGISTRY, Context
+    from .registry import REGISTRY, Context
     from . import shm as _shm
 
     params = _shm_params(ctx)

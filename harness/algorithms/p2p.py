@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..verify import aligned_empty
-from . import register
+from .registry import register
 
 FAMILY = "classic"
 

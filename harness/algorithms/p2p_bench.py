@@ -30,7 +30,7 @@ import os
 
 import numpy as np
 
-from . import register
+from .registry import register
 
 FAMILY = "p2p-bench"
 NAMES = ("pingpong", "reduce_local")

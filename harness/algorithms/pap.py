@@ -62,7 +62,7 @@ import time
 import numpy as np
 
 from ..units import parse_time
-from . import register
+from .registry import register
 from .p2p import cached, scratch_array, ring_blocks, trivial_call
 
 FAMILY = "pap"

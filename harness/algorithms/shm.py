@@ -61,7 +61,7 @@ import time
 import numpy as np
 
 from ..units import parse_size
-from . import register
+from .registry import register
 
 FAMILY = "shm"
 

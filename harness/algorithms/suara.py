@@ -41,7 +41,7 @@ import time
 
 import numpy as np
 
-from . import REGISTRY, register
+from .registry import REGISTRY, register
 
 
 def _max():
@@ -253,7 +253,7 @@ def prepare(comm, sendbuf, recvbuf, op, ctx):
     plan = ctx.scratch.get(key)
     if plan is None:
         from .. import verify
-        from . import Context
+        from .registry import Context
 
         sub_params = {k: v for k, v in ctx.params.items()
                       if k not in ("grid", "row", "col", "subs", "model", "small", "small_max")}
@@ -338,7 +338,7 @@ def prepare_levels(comm, sendbuf, recvbuf, op, ctx):
     plan = ctx.scratch.get(key)
     if plan is None:
         from .. import verify
-        from . import Context
+        from .registry import Context
 
         dims, names = choose_levels(comm.Get_size(), recvbuf.nbytes, ctx.params)
         comms, split = grid_comms(ctx, comm, dims)
@@ -409,7 +409,7 @@ def prepare_three(comm, sendbuf, recvbuf, op, ctx):
         from mpi4py import MPI
 
         from .. import verify
-        from . import Context
+        from .registry import Context
 
         pr, pc = choose_three(comm.Get_size(), ctx.params)
         (col, row), split = grid_comms(ctx, comm, (pr, pc))  # rows: P_c processes each
