@@ -9,19 +9,30 @@ oversubscribed launches side by side each took several times as long as one alon
 ranks that wait for a message keep their core busy. Unset (the default), launches do not wait:
 one workflow already runs one launch at a time (rule ``measure`` takes every core).
 
+``HARNESS_LAUNCH_TRACE`` (a file) makes each turn taken append one line to it: the seconds
+waited and held, what held it, and the pytest test that caused it (``PYTEST_CURRENT_TEST``,
+inherited by every process a test starts). docs/testing.md reads it to find where the test
+suite's launch time goes.
+
 Inside a Slurm allocation (``SLURM_JOB_ID`` set) nothing waits: the job has its nodes, and a
-wait would count against its time limit. The wait ends before a run's wall-time clock starts.
+wait would count against its time limit. ``HARNESS_LAUNCH_LOCK_IN_SLURM=1`` makes Slurm jobs
+take turns too, for a Slurm whose nodes share one host (the two-node test cluster of
+``.ci/slurm``: its jobs' ranks and the local launches beside them would otherwise spin on the
+same cores). The wait ends before a run's wall-time clock starts.
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import sys
 import time
 from contextlib import contextmanager
 
 VARIABLE = "HARNESS_LAUNCH_LOCK"
+IN_SLURM = "HARNESS_LAUNCH_LOCK_IN_SLURM"
+TRACE = "HARNESS_LAUNCH_TRACE"
 _held = 0  # turns this process holds (a launch inside a launch's turn does not wait for itself)
 
 
@@ -31,7 +42,8 @@ def launch_turn(what: str):
     runs; yields the seconds waited for it (0 when there is no turn to take)."""
     global _held
     path = os.environ.get(VARIABLE)
-    if not path or os.environ.get("SLURM_JOB_ID") or _held:
+    in_slurm_job = bool(os.environ.get("SLURM_JOB_ID")) and os.environ.get(IN_SLURM) != "1"
+    if not path or in_slurm_job or _held:
         yield 0.0
         return
     start = time.monotonic()
@@ -43,8 +55,20 @@ def launch_turn(what: str):
                   file=sys.stderr, flush=True)
             fcntl.flock(fh, fcntl.LOCK_EX)
         _held += 1
+        got = time.monotonic()
         try:
-            yield time.monotonic() - start
+            yield got - start
         finally:
             _held -= 1
+            _trace(what, got - start, time.monotonic() - got)
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _trace(what: str, waited: float, held: float) -> None:
+    path = os.environ.get(TRACE)
+    if not path:
+        return
+    record = {"what": what, "waited": round(waited, 3), "held": round(held, 3),
+              "test": os.environ.get("PYTEST_CURRENT_TEST", ""), "pid": os.getpid()}
+    with open(path, "a") as fh:  # one short line per write: appends do not interleave
+        fh.write(json.dumps(record) + "\n")

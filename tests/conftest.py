@@ -15,14 +15,17 @@ FAST = ["--min-reps", "3", "--max-reps", "6", "--warmup", "1", "--precision", "0
 # took several times as long as one alone (their waiting ranks spin), which more than undid
 # the gain of running tests in parallel. What is not a launch (Snakemake, reports, Python
 # start-up) still overlaps.
+# The jobs of the local two-node Slurm (.ci/slurm: both nodes on this host) take turns too.
 os.environ.setdefault("HARNESS_LAUNCH_LOCK", str(REPO / ".test-launch.lock"))
+os.environ.setdefault("HARNESS_LAUNCH_LOCK_IN_SLURM", "1")
 
 
 def run_mpi(cmd, **kwargs):
     """``subprocess.run`` of an MPI launch (mpiexec ...), in this machine's turn for launches."""
     from harness.turns import launch_turn
 
-    with launch_turn("test launch"):
+    script = next((str(a) for a in reversed(cmd) if str(a).endswith(".py")), str(cmd[0]))
+    with launch_turn(f"test launch {Path(script).name}"):
         return subprocess.run(cmd, **kwargs)
 
 

@@ -18,13 +18,22 @@ Family ``node-aware`` (NAP, SMP) instead runs every emulated layout of 1..MAX_NO
 1..MAX_PPN processes per node that fits in P (one value per process; up to 8 processes also
 counts 0, 7 and 1000 and a second call reusing the context: the schedule depends on the
 layout only, the count changes no partner), then the real layout.
-Prints ``OK <checks>`` on rank 0, or exits non-zero with a message naming
+
+``CHECK_PROCS`` (for example ``1-7`` or ``2,5,9``) checks each of those P in this one launch,
+on a communicator of the first P ranks, while the other ranks wait asleep (``idle_barrier``):
+one launch of 13 ranks instead of 13 launches, whose start-up (an interpreter, numpy, mpi4py
+and the harness imported by every rank) cost more than the checks at small P. Unset, P is the
+launch's size.
+
+Prints ``OK <checks> at P=<p,...>`` on rank 0, or exits non-zero with a message naming
 algorithm/dtype/op/count/P.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -91,6 +100,7 @@ def node_aware(comm, ops) -> tuple[list, int]:
             procs = nodes * ppn
             if procs > comm.Get_size():
                 continue
+            idle_barrier(comm)
             sub = comm.Split(0 if comm.Get_rank() < procs else MPI.UNDEFINED, comm.Get_rank())
             if sub != MPI.COMM_NULL:
                 # one value per process and a few; the long vector only on small layouts (it
@@ -103,20 +113,42 @@ def node_aware(comm, ops) -> tuple[list, int]:
                 failures += f
                 checks += c
                 sub.Free()
+    idle_barrier(comm)
     f, c = check(comm, [(n, {"layout": "real", **intra}) for n in names
                         for intra in intras], ops, (1, 7))
     return failures + f, checks + c
 
 
-def main() -> int:
-    comm = MPI.COMM_WORLD
-    rank, size = comm.Get_rank(), comm.Get_size()
-    user_op = MPI.Op.Create(_user_max, commute=True)
-    ops = {"sum": MPI.SUM, "prod": MPI.PROD, "max": MPI.MAX, "min": MPI.MIN, "user_max": user_op}
+def idle_barrier(comm) -> None:
+    """A barrier that sleeps while it waits: ranks outside the communicator being checked wait
+    without spinning on the cores (two here) that the checked ranks need."""
+    req = comm.Ibarrier()
+    while not req.Test():
+        time.sleep(0.002)
+
+
+def procs_to_check(size: int) -> list[int]:
+    """The P values of ``CHECK_PROCS`` (``1-7``, ``2,5,9``, or both: ``1-3,8``); the launch's
+    size when unset. Each must fit in the launch."""
+    spec = os.environ.get("CHECK_PROCS", "").strip()
+    if not spec:
+        return [size]
+    out = []
+    for part in spec.split(","):
+        lo, _, hi = part.partition("-")
+        out += range(int(lo), int(hi or lo) + 1)
+    if not out or min(out) < 1 or max(out) > size:
+        raise SystemExit(f"CHECK_PROCS={spec!r}: every P must be 1..{size} (the launch's size)")
+    return out
+
+
+def check_family(comm, ops) -> tuple[list, int]:
+    """Every case of ``FAMILY`` on ``comm`` (its size is the P checked)."""
+    size = comm.Get_size()
+    if FAMILY == "node-aware":
+        return node_aware(comm, ops)
     counts = sorted({0, 1, size - 1, size + 1, 7, 1000, 4099})
     names = sorted(n for n, a in REGISTRY.items() if a.family == FAMILY)
-    if not names:
-        raise SystemExit(f"no algorithm of family {FAMILY!r} registered")
     cases = [(n, {}) for n in names] + [(n, p) for n in names for p in VARIANTS.get(n, [])]
     if "suara2" in names:
         grids = [f"{size // c}x{c}" for c in range(1, size + 1) if size % c == 0]
@@ -132,24 +164,41 @@ def main() -> int:
     if "three_step" in names:  # every grid of P (blocks of unequal size), a harness column allreduce
         cases += [("three_step", {"grid": f"{size // c}x{c}", "col": "native" if c % 2 else "ring"})
                   for c in range(1, size + 1) if size % c == 0]
-    if FAMILY == "node-aware":
-        failures, checks = node_aware(comm, ops)
-    else:
-        failures, checks = check(comm, cases, ops, counts)
+    failures, checks = check(comm, cases, ops, counts)
     if FAMILY == "shm":
         f, c = late_arrivals(comm, cases)
         failures, checks = failures + f, checks + c
+    return failures, checks
+
+
+def main() -> int:
+    world = MPI.COMM_WORLD
+    rank, size = world.Get_rank(), world.Get_size()
+    if not any(a.family == FAMILY for a in REGISTRY.values()):
+        raise SystemExit(f"no algorithm of family {FAMILY!r} registered")
+    user_op = MPI.Op.Create(_user_max, commute=True)
+    ops = {"sum": MPI.SUM, "prod": MPI.PROD, "max": MPI.MAX, "min": MPI.MIN, "user_max": user_op}
+    sweep = procs_to_check(size)
+    failures, checks = [], 0
+    for procs in sweep:
+        idle_barrier(world)
+        sub = world.Split(0 if rank < procs else MPI.UNDEFINED, rank)
+        if sub != MPI.COMM_NULL:
+            f, c = check_family(sub, ops)
+            failures, checks = failures + f, checks + c
+            sub.Free()
+    idle_barrier(world)
     user_op.Free()
-    everyone = comm.gather(failures, root=0)
-    total = comm.reduce(checks, op=MPI.SUM, root=0)
+    everyone = world.gather(failures, root=0)
+    total = world.reduce(checks, op=MPI.SUM, root=0)
     if rank == 0:
         flat = [f for fs in everyone for f in fs]
         if flat:
             shown = "\n".join(flat[:20])
-            print(f"FAILED {len(flat)} of {total} checks at P={size}:\n{shown}",
-                  file=sys.stderr, flush=True)
+            print(f"FAILED {len(flat)} of {total} checks (P={','.join(map(str, sweep))}):\n"
+                  f"{shown}", file=sys.stderr, flush=True)
             return 1
-        print(f"OK {total}", flush=True)
+        print(f"OK {total} at P={','.join(map(str, sweep))}", flush=True)
     return 0
 
 

@@ -266,7 +266,7 @@ def test_two_workflows_on_one_campaign(tmp_path):
     in another work directory (Snakemake's lock does not see it) measures beside the first:
     runs take turns (a lock per run) and nothing is measured twice. It measures only (its
     report would rewrite the first's summary and figures while the first reads them, which
-    the README lists under When things go wrong); once the first is done, it runs to the end
+    docs/troubleshooting.md lists); once the first is done, it runs to the end
     and measures nothing."""
     cfg = config(tmp_path, SLOW)
     first = _start(tmp_path, cfg)

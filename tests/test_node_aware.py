@@ -21,36 +21,19 @@ from harness import layout
 from harness.algorithms import REGISTRY
 from harness.algorithms.node_aware import nap_groups, nap_step_pattern, nap_steps
 from harness.plan import Cell
+from mpi_check_support import THROTTLE, check_algorithms
 from requirements_support import require_mpi
 
-SCRIPT = REPO / "tests" / "mpi_check_algorithms.py"
-MPICH, OPENMPI = REPO / ".mpi" / "mpich", REPO / ".mpi" / "openmpi"
-THROTTLE = {"MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1",
-            "MPIR_CVAR_CH4_PROGRESS_THROTTLE_NO_PROGRESS_COUNT": "100"}
+MPICH = REPO / ".mpi" / "mpich"
 MPICH_ENV = {"MPI4PY_LIBMPI": str(MPICH / "lib" / "libmpi.so.12"), **THROTTLE}
-OPENMPI_ENV = {"MPI4PY_LIBMPI": str(OPENMPI / "lib" / "libmpi.so.40"),
-               "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
-
-
-def _check(cmd, env_extra, timeout=480, expect_ok=True):
-    env = {**os.environ, **env_extra}
-    proc = run_mpi(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO)
-    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}"
-    if expect_ok:
-        assert re.search(r"^OK \d+$", proc.stdout, re.MULTILINE), proc.stdout
-    return proc
 
 
 def test_every_emulated_layout_up_to_9_nodes_by_4_mpich():
-    require_mpi("mpich")
-    _check([str(MPICH / "bin" / "mpiexec"), "-n", "36", sys.executable, str(SCRIPT),
-            "node-aware", "9", "4"], MPICH_ENV)
+    check_algorithms("mpich", 36, "node-aware", 9, 4)
 
 
 def test_layouts_openmpi():
-    require_mpi("openmpi")
-    _check([str(OPENMPI / "bin" / "mpiexec"), "--oversubscribe", "-n", "6", sys.executable,
-            str(SCRIPT), "node-aware", "3", "3"], OPENMPI_ENV)
+    check_algorithms("openmpi", 6, "node-aware", 3, 3)
 
 
 # --------------------------------------------------------------------------- message counts
@@ -95,9 +78,11 @@ def test_inter_node_messages_16_nodes_by_4():
     """16 emulated nodes x 4 (64 ranks): NAP sends at most 2 inter-node messages per rank and
     call, RD 4 (a light script calling the bench's counting function, so 64 ranks start fast)."""
     require_mpi("mpich")
-    proc = _check([str(MPICH / "bin" / "mpiexec"), "-n", "64", sys.executable,
-                   str(REPO / "tests" / "mpi_count_messages.py"), "4", "nap",
-                   "recursive_doubling", "smp"], MPICH_ENV, expect_ok=False)
+    proc = run_mpi([str(MPICH / "bin" / "mpiexec"), "-n", "64", sys.executable,
+                    str(REPO / "tests" / "mpi_count_messages.py"), "4", "nap",
+                    "recursive_doubling", "smp"], capture_output=True, text=True, timeout=480,
+                   env={**os.environ, **MPICH_ENV}, cwd=REPO)
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}"
     _check_counts(json.loads(proc.stdout.strip().splitlines()[-1]), 16, 4, 2, 4)
 
 

@@ -1,6 +1,6 @@
 """The shared-memory allreduce (``harness/algorithms/shm.py``).
 
-Correctness, each one launch of ``tests/mpi_check_algorithms.py shm``: every dtype, op
+Correctness, with ``tests/mpi_check_algorithms.py shm`` (several P per launch): every dtype, op
 (user-defined included), count (0, 1, P-1, P+1, odd sizes), two calls per context, counters and
 barriers, 64 B pieces (many steps per call), then calls with ranks arriving 0-30 ms apart and
 in-place calls; under MPICH at P = 1..9 (P > 2 oversubscribes the 2-core machine: waits must
@@ -10,50 +10,29 @@ suara family's launches) and the bench end to end.
 """
 
 import json
-import os
 import re
-import sys
 
 import pytest
 
-from conftest import FAST, REPO, harness, run_mpi
-from requirements_support import require_mpi
-
-SCRIPT = REPO / "tests" / "mpi_check_algorithms.py"
-THROTTLE = {"MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1",
-            "MPIR_CVAR_CH4_PROGRESS_THROTTLE_NO_PROGRESS_COUNT": "100"}
+from conftest import FAST, harness
+from mpi_check_support import check_algorithms
 
 
-def _launch(library, procs, *args, timeout=480):
-    from harness.libraries import get_library
-
-    require_mpi(library)
-    lib = get_library(library)
-    launcher = [str(lib.prefix / "bin" / "mpiexec")]
-    if library == "openmpi":
-        launcher.append("--oversubscribe")
-    env = {**os.environ, **lib.run_env(), **(THROTTLE if library == "mpich" else {})}
-    proc = run_mpi(launcher + ["-n", str(procs), sys.executable, str(SCRIPT), *args],
-                   capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO)
-    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}"
-    assert re.search(r"^OK \d+$", proc.stdout, re.MULTILINE), proc.stdout + proc.stderr
-    return proc
-
-
-@pytest.mark.parametrize("procs", range(1, 10))
-def test_shm_mpich(procs):
-    _launch("mpich", procs, "shm")
+@pytest.mark.parametrize("sweep", ["1-6", "7-9"])
+def test_shm_mpich(sweep):
+    """Each P of the sweep on the first P ranks of a launch (its own shared-memory window)."""
+    check_algorithms("mpich", int(sweep.split("-")[1]), "shm", sweep=sweep)
 
 
 @pytest.mark.parametrize("library,procs", [("openmpi", 4), ("impi", 3)])
 def test_shm_other_libraries(library, procs):
-    _launch(library, procs, "shm")
+    check_algorithms(library, procs, "shm")
 
 
 def test_node_aware_with_shm_intra_node_steps():
     """NAP and SMP with intra=shm on every emulated layout up to 3 nodes x 3 (NAP's idle
     ranks, SMP's broadcast from the master), counters and barriers, 64 B pieces."""
-    _launch("mpich", 6, "node-aware", "3", "3", "shm")
+    check_algorithms("mpich", 6, "node-aware", 3, 3, "shm")
 
 
 def test_shm_through_the_bench(results_root):

@@ -2,38 +2,21 @@
 sub-allreduces, the model's choice at P where no grid exists, and the chosen grid recorded."""
 
 import json
-import os
-import re
-import sys
 
 import pytest
 
-from conftest import FAST, REPO, harness, run_mpi
-
-SCRIPT = REPO / "tests" / "mpi_check_algorithms.py"
-MPICH, OPENMPI = REPO / ".mpi" / "mpich", REPO / ".mpi" / "openmpi"
-THROTTLE = {"MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1",
-            "MPIR_CVAR_CH4_PROGRESS_THROTTLE_NO_PROGRESS_COUNT": "100"}
+from conftest import FAST, harness
+from mpi_check_support import check_algorithms
 
 
-def _check(cmd, env_extra):
-    env = {**os.environ, **env_extra}
-    proc = run_mpi(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
-    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}"
-    assert re.search(r"^OK \d+$", proc.stdout, re.MULTILINE), proc.stdout
-
-
-@pytest.mark.parametrize("procs", [1, 4, 6, 7, 8, 9, 12, 13])
-def test_suara2_every_grid_mpich(procs):
-    _check([str(MPICH / "bin" / "mpiexec"), "-n", str(procs), sys.executable, str(SCRIPT), "suara"],
-           {"MPI4PY_LIBMPI": str(MPICH / "lib" / "libmpi.so.12"), **THROTTLE})
+@pytest.mark.parametrize("sweep", ["1,4,6-8", "9,12,13"])
+def test_suara2_every_grid_mpich(sweep):
+    """Each P of the sweep (primes, squares, several grids) on the first P ranks of a launch."""
+    check_algorithms("mpich", int(sweep.split(",")[-1].split("-")[-1]), "suara", sweep=sweep)
 
 
 def test_suara2_every_grid_openmpi():
-    _check([str(OPENMPI / "bin" / "mpiexec"), "--oversubscribe", "-n", "6", sys.executable,
-            str(SCRIPT), "suara"],
-           {"MPI4PY_LIBMPI": str(OPENMPI / "lib" / "libmpi.so.40"),
-            "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+    check_algorithms("openmpi", 6, "suara")
 
 
 def test_harness_run_records_the_grid(results_root):

@@ -16,7 +16,8 @@ TAKE = ("from harness.turns import launch_turn\n"
 
 
 def _start(argv, lock, **extra):
-    env = {k: v for k, v in os.environ.items() if k != "SLURM_JOB_ID"}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("SLURM_JOB_ID", "HARNESS_LAUNCH_LOCK_IN_SLURM")}
     env.update(HARNESS_LAUNCH_LOCK=str(lock), **extra)
     return subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -43,13 +44,19 @@ def test_a_second_process_waits_for_the_turn_and_says_so(tmp_path):
     assert float(out.split()[2]) >= 0.5
 
 
-def test_nothing_waits_inside_a_slurm_job_or_without_the_variable(tmp_path):
+def test_nothing_waits_inside_a_slurm_job_unless_it_opts_in_or_without_the_variable(tmp_path):
     lock = tmp_path / "launch.lock"
     holder = _held(lock)
     try:
         in_job = _start([sys.executable, "-c", TAKE], lock, SLURM_JOB_ID="42")
         out, err = in_job.communicate(timeout=60)
         assert in_job.returncode == 0 and out.startswith("turn after 0.000 s"), (out, err)
+        in_opted_job = _start([sys.executable, "-c", TAKE], lock, SLURM_JOB_ID="42",
+                              HARNESS_LAUNCH_LOCK_IN_SLURM="1")
+        assert "waiting for another launch" in in_opted_job.stderr.readline()
+        assert in_opted_job.poll() is None  # a Slurm job that opted in waits its turn
+        in_opted_job.kill()
+        in_opted_job.communicate(timeout=60)
         env = {k: v for k, v in os.environ.items() if k != "HARNESS_LAUNCH_LOCK"}
         free = subprocess.run([sys.executable, "-c", TAKE], env=env, cwd=REPO,
                               capture_output=True, text=True, timeout=60)
