@@ -311,6 +311,18 @@ def rebuild_summary(store: CampaignStore, keep=None, runs=None, log=None):
     return df
 
 
+def row_json(text) -> dict:
+    """A summary row's ``params`` or ``record`` column as a dict: the JSON object it holds;
+    {} when it is empty, missing (NaN) or not a JSON object."""
+    if not isinstance(text, str) or not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 def allreduce_rows(df, workloads: bool = False):
     """The summary rows that time one allreduce call: without the workload rows (a training
     iteration, ``harness.dnn.workload``; kept with ``workloads``) and the ping-pong / local

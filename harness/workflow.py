@@ -26,6 +26,17 @@ class Campaign:
     def settings(self) -> dict:
         return dict(self.cfg.stopping)
 
+    def experiments_of_cells(self) -> dict[str, str]:
+        """cell id -> the names of the experiments that ask for it, comma-separated (a cell
+        can serve several)."""
+        out: dict = {}
+        for ex in self.cfg.experiments:
+            sub = type(self.cfg)(**{**self.cfg.__dict__, "experiments": (ex,)})
+            for r in plan.expand(sub):
+                for c in r.cells:
+                    out.setdefault(c.cell_id, []).append(ex.name)
+        return {k: ", ".join(sorted(set(v))) for k, v in out.items()}
+
     def fingerprint(self, run_id: str) -> str:
         """Changes when anything that shapes the run's measurement changes (not the commit)."""
         run = self.runs[run_id]

@@ -37,7 +37,6 @@ Returns the written paths. CLI: ``python -m harness.report.node_aware SUMMARY TA
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 import textwrap
@@ -47,7 +46,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..results import atomic_write_text
+from ..results import atomic_write_text, row_json
 from . import style, tables
 
 ALGORITHMS = ("recursive_doubling", "smp", "nap")
@@ -72,16 +71,6 @@ NATIVE_STYLE = {  # (colour, marker, line style)
 }
 
 
-def _json(text) -> dict:
-    if isinstance(text, str) and text.strip():
-        try:
-            value = json.loads(text)
-            return value if isinstance(value, dict) else {}
-        except ValueError:
-            return {}
-    return {}
-
-
 def _from_params(params: dict, procs) -> dict:
     try:
         ppn = int(params["ppn"])
@@ -99,9 +88,9 @@ def load(summary_csv) -> pd.DataFrame:
     """The node-aware rows of a summary, with ``ppn``, ``n_nodes`` and the counts as columns."""
     d = _read(summary_csv)
     d = d[d["algorithm"].isin(ALGORITHMS)].copy()
-    rec = d["record"].map(_json) if "record" in d else pd.Series([{}] * len(d), index=d.index)
+    rec = d["record"].map(row_json) if "record" in d else pd.Series([{}] * len(d), index=d.index)
     # a cell that never finished has no record: its layout and ppn come from its parameters
-    params = d["params"].map(_json) if "params" in d else pd.Series([{}] * len(d), index=d.index)
+    params = d["params"].map(row_json) if "params" in d else pd.Series([{}] * len(d), index=d.index)
     rec = pd.Series([r if "layout" in r else _from_params(p, procs)
                      for r, p, procs in zip(rec, params, d["procs"])], index=d.index, dtype=object)
     d = d.loc[rec.map(lambda r: "layout" in r).astype(bool)].copy()
@@ -128,7 +117,7 @@ def load(summary_csv) -> pd.DataFrame:
 def _no_workload(d: pd.DataFrame) -> pd.DataFrame:
     if "params" not in d:
         return d
-    workload = d["params"].map(lambda t: "workload" in _json(t)).astype(bool)
+    workload = d["params"].map(lambda t: "workload" in row_json(t)).astype(bool)
     return d[~workload]  # (bool: an empty object mask would select columns instead of rows)
 
 

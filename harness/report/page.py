@@ -230,19 +230,6 @@ def _header(campaign, summary: pd.DataFrame, docs: list[dict], over: bool) -> st
     return "\n".join(out)
 
 
-def _experiment_of(campaign) -> dict:
-    """cell id -> the experiments that ask for it (a cell can serve several)."""
-    from .. import plan
-
-    out: dict = {}
-    for ex in campaign.cfg.experiments:
-        sub = type(campaign.cfg)(**{**campaign.cfg.__dict__, "experiments": (ex,)})
-        for r in plan.expand(sub):
-            for c in r.cells:
-                out.setdefault(c.cell_id, []).append(ex.name)
-    return {k: ", ".join(sorted(set(v))) for k, v in out.items()}
-
-
 def _status_counts(summary: pd.DataFrame) -> str:
     if summary.empty:
         return "<p>No cell has a result yet.</p>"
@@ -358,7 +345,7 @@ def make_page(campaign, out: Path, tables_dir: Path, figures_dir: Path,
     store = campaign.store
     summary = pd.read_csv(store.summary) if store.summary.is_file() else pd.DataFrame(
         columns=["cell_id", "status", "campaign", "error"])
-    summary["experiment"] = summary["cell_id"].map(_experiment_of(campaign)).fillna("")
+    summary["experiment"] = summary["cell_id"].map(campaign.experiments_of_cells()).fillna("")
     docs, over = _provenance(store)
     page_dir = Path(out).parent
     check = store.dir / "check.json"

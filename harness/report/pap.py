@@ -31,7 +31,6 @@ cells with a time (status ok / not-converged) are used; ``†`` marks not conver
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from pathlib import Path
@@ -41,7 +40,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..results import atomic_write_text
+from ..results import atomic_write_text, row_json
 from . import style, tables
 
 REFERENCE = "ring"
@@ -56,21 +55,13 @@ BOUND_COLUMNS = ["lateness", "tail", "Delta", "delta", "delta_source", "bound"]
 
 # ------------------------------------------------------------------------------------- data
 
-def _params(text) -> dict:
-    try:
-        value = json.loads(text) if isinstance(text, str) else {}
-    except ValueError:
-        value = {}
-    return value if isinstance(value, dict) else {}
-
-
 def pap_rows(df: pd.DataFrame) -> pd.DataFrame:
     """The PAP cells of a summary with a time, with ``label``, ``knowledge`` and ``mode``
     (the delay mode; ``none`` rows are the max delay 0 of every mode)."""
     d = tables.prepare(df)
-    params = d["params"].map(_params)
+    params = d["params"].map(row_json)
     d = d[params.map(lambda p: "compute" in p) & tables.timed_mask(d)].copy()
-    params = d["params"].map(_params)
+    params = d["params"].map(row_json)
     default = d["algorithm"].map(lambda a: "oracle" if a in USES_ARRIVAL else "")
     d["knowledge"] = [p.get("knowledge", k) for p, k in zip(params, default)]
     d["label"] = [a if k in ("", "oracle") else f"{a} ({k})"
@@ -136,12 +127,10 @@ def bounds(d: pd.DataFrame, metrics: pd.DataFrame, summary: pd.DataFrame | None 
     m = d.merge(metrics, on="cell_id", how="inner")
     probes = pd.DataFrame()
     if summary is not None and len(summary) and "algorithm" in summary.columns:
-        from ..algorithms.p2p_bench import pairs_of
-
         s = summary[summary["algorithm"].astype(str) == "pingpong"].copy()
         for c in ("size", "mean"):
             s[c] = pd.to_numeric(s[c], errors="coerce")
-        one = s["params"].fillna("{}").map(lambda p: pairs_of(_params(p)) == 1)
+        one = s["params"].map(lambda p: int(row_json(p).get("pairs", 1)) == 1)
         probes = s[one & tables.timed_mask(s)] if len(s) else s
     rows = []
     for key, g in m.groupby(GROUP + ["size"], sort=True):

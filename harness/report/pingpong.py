@@ -19,7 +19,6 @@ are marked and carry no claim.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from pathlib import Path
@@ -27,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..results import atomic_write_text
+from ..results import atomic_write_text, row_json
 from ..units import format_size, format_time
 from . import style, tables
 
@@ -59,8 +58,8 @@ def rows(df: pd.DataFrame) -> pd.DataFrame:
         return d.assign(level=[], pairs=[], bytes_per_s=[])
     if "finished" in d.columns:
         d = d.sort_values("finished", na_position="first").drop_duplicates("cell_id", keep="last")
-    rec = d["record"].map(lambda r: json.loads(r) if isinstance(r, str) and r else {})
-    par = d["params"].map(lambda p: json.loads(p) if isinstance(p, str) and p else {})
+    rec = d["record"].map(row_json)
+    par = d["params"].map(row_json)
     d["level"] = [("local" if a == "reduce_local" else r.get("level", ""))
                   for a, r in zip(d["algorithm"], rec)]
     d["bound"] = [r.get("bound") for r in rec]

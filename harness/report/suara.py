@@ -36,7 +36,7 @@ from matplotlib.figure import Figure
 
 from .. import models
 from ..analysis.fit import fit_campaign
-from ..results import atomic_write_text
+from ..results import atomic_write_text, row_json
 from . import style, tables
 
 OUTPUT_TABLES = ("suara_choice", "model_vs_measured", "fitted_params", "suara_agreement")
@@ -51,9 +51,9 @@ def _model_name(name: str) -> str | None:
 def _load(summary_csv) -> pd.DataFrame:
     d = tables.load_summary(summary_csv)
     d = d[tables.timed_mask(d) & (d["delay"] == "none")].copy()
-    d["p"] = d["params"].map(lambda s: json.loads(s) if s and s != "nan" else {})
+    d["p"] = d["params"].map(row_json)
     rec = d["record"] if "record" in d.columns else pd.Series([None] * len(d), index=d.index)
-    d["r"] = rec.map(lambda s: json.loads(s) if isinstance(s, str) and s else {})
+    d["r"] = rec.map(row_json)
     return d
 
 

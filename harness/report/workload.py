@@ -25,7 +25,6 @@ claim.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -33,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ..dnn import workload
-from ..results import atomic_write_text
+from ..results import atomic_write_text, row_json
 from . import style, tables
 
 REFERENCE = "impi"  # Fig. 10 normalises to Intel MPI's AUTO
@@ -47,7 +46,7 @@ def rows(df: pd.DataFrame) -> pd.DataFrame:
     """The summary's workload rows, with the workload's parameters as columns."""
     d = tables.prepare(df, workloads=True)
     d = d[workload.rows(d)].copy()
-    params = d["params"].map(json.loads)
+    params = d["params"].map(row_json)
     for k in (workload.KEY, *workload.DEFAULTS):
         d[k if k != workload.KEY else "model"] = params.map(
             lambda p, k=k: p.get(k, workload.DEFAULTS.get(k)))
@@ -73,8 +72,7 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
         auto = native[native.algorithm == tables.AUTO]
         a = auto.iloc[0] if len(auto) else None
         b = native.loc[native["mean"].idxmin()] if len(native) else None
-        r.update(calls=int(json.loads(g.iloc[0]["record"] or "{}").get("calls", 0))
-                 if isinstance(g.iloc[0].get("record"), str) else 0,
+        r.update(calls=int(row_json(g.iloc[0].get("record")).get("calls", 0)),
                  size=int(g.iloc[0]["size"]),
                  auto_status=a["status"] if a is not None else
                  (g[g.algorithm == tables.AUTO].status.iloc[0]
