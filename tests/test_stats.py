@@ -81,6 +81,18 @@ def test_median_interval_order_statistics():
     assert st.binom.cdf(j - 1, 20, 0.5) <= 0.025 < st.binom.cdf(j, 20, 0.5)
 
 
+@pytest.mark.parametrize("confidence", [0.5, 0.9, 0.95, 0.99, 0.999])
+def test_median_rank_is_the_binomial_quantile(confidence):
+    """median_rank (scipy.special's binomial CDF) against scipy.stats.binom's definition, for
+    every n up to 400 and a few large ones: the largest j with P(B <= j-1) <= alpha/2."""
+    from harness.stats import median_rank
+
+    half = (1 - confidence) / 2
+    for n in [*range(1, 401), 1000, 4999, 10_000]:
+        js = np.flatnonzero(st.binom.cdf(np.arange(n), n, 0.5) <= half) + 1  # j - 1 = 0..n-1
+        assert median_rank(n, confidence) == (int(js[-1]) if js.size else 0), (n, confidence)
+
+
 def test_summarize_fields():
     x = [2.0, 2.2, 1.8, 2.1, 1.9]
     s = summarize(x, 0.95)
