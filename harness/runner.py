@@ -63,15 +63,24 @@ def prepare(run: Run, lib: Library, store: results.CampaignStore, settings: dict
         "config_hash": config_hash,
     }
     env = {**lib.run_env(), **dict(run.env)}
-    script = templates.render(
-        TEMPLATE,
-        run_id=run_id, campaign=store.campaign, library=lib.name, procs=run.procs,
-        ncells=len(run.cells), harness_version=__version__, setup=list(lib.setup), env=env,
-        prepend=lib.prepend(), workdir=str(paths.REPO_ROOT),
-        launch=lib.launch_argv(run.procs, run.nodes), python=python or sys.executable,
-        spec=str(store.job_spec(run_id)),
-    )
+    script = job_script(
+        lib, run.procs, run.nodes, env, "harness.bench", store.job_spec(run_id), python=python,
+        title=(f"Job script of run {run_id} in campaign {store.campaign}: library {lib.name}, "
+               f"P={run.procs}, {len(run.cells)} cell(s)."),
+        rerun="rerun with `harness run`")
     return script, spec
+
+
+def job_script(lib: Library, procs: int, nodes: int, env: dict, module: str, spec: Path, *,
+               title: str, rerun: str, python: str | None = None) -> str:
+    """The job script (slurm_templates/run.sh.j2) that launches ``python -m <module> <spec>``
+    on ``procs`` ranks of ``lib`` with ``env`` exported: a run's (``harness.bench``) and an SGD
+    execution's (``harness.dnn.sgd``)."""
+    return templates.render(
+        TEMPLATE, title=title, rerun=rerun, harness_version=__version__,
+        setup=list(lib.setup), env=env, prepend=lib.prepend(), workdir=str(paths.REPO_ROOT),
+        launch=lib.launch_argv(procs, nodes), python=python or sys.executable, module=module,
+        spec=str(spec))
 
 
 def write(store: results.CampaignStore, script: str, spec: dict) -> Path:

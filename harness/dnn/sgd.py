@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import signal
 import subprocess
 import sys
@@ -52,7 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import paths, results
+from .. import results
 from ..turns import launch_turn
 
 # The paper's Table 5 (Proficz 2018): all-reduce average elapsed time (ms) and training total
@@ -89,7 +88,7 @@ def write_launch(cfg, name: str, algorithm: str, k: int, res_dir) -> tuple[Path,
     """Write the spec (``jobs/<alg>-<k>.json``) and job script (``jobs/<alg>-<k>.sh``) of one
     execution of experiment ``name`` under ``<res_dir>/sgd/<name>/``; returns both paths."""
     from ..plan import library_for
-    from ..runner import git_commit
+    from ..runner import git_commit, job_script
 
     exp = cfg.sgd[name]
     base = Path(res_dir) / "sgd" / name
@@ -104,18 +103,13 @@ def write_launch(cfg, name: str, algorithm: str, k: int, res_dir) -> tuple[Path,
         "git_commit": git_commit(), "config_hash": cfg.digest,
         "plugins": [str(x) for x in cfg.plugins],
     }
-    q = shlex.quote
-    lines = ["#!/usr/bin/env bash",
-             f"# SGD execution {stem} of experiment {name} in campaign {cfg.campaign}: library "
-             f"{exp['library']}, P={exp['procs']} (harness/dnn/sgd.py).",
-             "set -euo pipefail", *lib.setup]
-    lines += [f"export {k2}={q(str(v))}" for k2, v in lib.run_env().items()]
-    lines += [f"export {k2}={q(':'.join(dirs))}\"${{{k2}:+:${k2}}}\"" for k2, dirs in lib.prepend().items()]
-    lines += [f"cd {q(str(paths.REPO_ROOT))}",
-              "exec " + " ".join(q(t) for t in lib.launch_argv(exp["procs"], exp["nodes"]))
-              + f" {q(sys.executable)} -m harness.dnn.sgd {q(str(spec_path))}"]
+    script = job_script(
+        lib, exp["procs"], exp["nodes"], lib.run_env(), "harness.dnn.sgd", spec_path,
+        title=(f"SGD execution {stem} of experiment {name} in campaign {cfg.campaign}: library "
+               f"{exp['library']}, P={exp['procs']} (harness/dnn/sgd.py)."),
+        rerun="the workflow's rule sgd_train runs it (harness.dnn.sgd --execute)")
     results.write_json(spec_path, spec)
-    results.atomic_write_text(script_path, "\n".join(lines) + "\n")
+    results.atomic_write_text(script_path, script)
     script_path.chmod(0o755)
     return spec_path, script_path
 
