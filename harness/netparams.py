@@ -23,7 +23,7 @@ fitted line, ``n`` the rows used, ``sizes`` the smallest and largest size.
 (``harness.models.fit_gamma``; the large sizes dominate a slope, which is what a per-byte
 cost needs), op ``sum``, the most frequent dtype, per library when that library has rows.
 
-**Max-rate parameters** (Bienz et al., eq. 3; ``harness.maxrate.MaxRateParams``), one set for
+**Max-rate parameters** (Bienz et al., eq. 3; ``harness.models.maxrate.MaxRateParams``), one set for
 the campaign (the library ``openmpi`` when it has ping-pong rows, else the first):
 
 - ``alpha_l``, ``beta_l``: Hockney fit of the one-pair rows at level ``node`` (two sockets:
@@ -56,7 +56,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import maxrate, models
+from . import models
+from .models import maxrate
 from .analysis.fit import fit_campaign
 
 TIMED = ("ok", "not-converged")

@@ -1,4 +1,4 @@
-"""The max-rate model of RD, SMP and NAP (``harness/maxrate.py``, Bienz et al. eqs. 3-6) and
+"""The max-rate model of RD, SMP and NAP (``harness/models/maxrate.py``, Bienz et al. eqs. 3-6) and
 ``harness model rd|smp|nap``."""
 
 import math
@@ -7,7 +7,7 @@ import re
 import pytest
 
 from conftest import harness
-from harness.maxrate import MaxRateParams, cost, injection_time
+from harness.models.maxrate import MaxRateParams, cost, injection_time
 from harness.units import format_time
 
 P0 = MaxRateParams.defaults()

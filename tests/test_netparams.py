@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from conftest import harness
-from harness import maxrate, models, netparams
+from harness import models, netparams
+from harness.models import maxrate
 from harness.report import castello_models as cm
 from harness.results import SUMMARY_COLUMNS
 

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import maxrate, models
+from harness import models
+from harness.models import maxrate
 from harness.cli import main
 from harness.report import projection as pr
 from harness.results import SUMMARY_COLUMNS

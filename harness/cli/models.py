@@ -9,7 +9,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from .. import maxrate, models, paths, results
+from .. import models, paths, results
+from ..models import maxrate
 from ..units import format_size, format_time, parse_size
 from .args import OneLineErrorParser, int_at_least, positive_float, typed
 
@@ -108,7 +109,7 @@ MAXRATE_OPTIONS = (("alpha_l", "--alpha-l", "s", "intra-node latency"),
 
 
 def cmd_model_maxrate(args, parser) -> int:
-    """``harness model rd|smp|nap``: the max-rate model (harness/maxrate.py) for one case."""
+    """``harness model rd|smp|nap``: the max-rate model (harness/models/maxrate.py) for one case."""
     params = maxrate.MaxRateParams.defaults()
     source = "defaults (illustrative)"
     if args.params:
@@ -166,7 +167,7 @@ def _add_maxrate(msub) -> None:
     for name, what in names.items():
         q = msub.add_parser(name, help=f"max-rate model of {what} (Bienz et al.)",
                             description=f"Predicted cost of {what} with the max-rate model "
-                                        "(harness/maxrate.py); every parameter can be set.",
+                                        "(harness/models/maxrate.py); every parameter can be set.",
                             formatter_class=argparse.ArgumentDefaultsHelpFormatter)
         q.add_argument("--procs", "-n", type=int_at_least(1), default=None,
                        help="processes P (or give --nodes)")

@@ -65,7 +65,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 
-from .. import maxrate, models, netparams
+from .. import models, netparams
+from ..models import maxrate
 from ..results import atomic_write_text
 from . import style, tables
 

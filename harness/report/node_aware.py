@@ -15,7 +15,7 @@ are told apart by processes per node (``ppn``, from the record), P and size.
   each ppn (Figs. 14-15);
 - ``figures_dir/node_aware_model.{png,pdf}``: the max-rate model of the three (Figs. 10-11
   shape: vs P at 16 processes per node, vs size at P = 32768) with the default parameters
-  of ``harness.maxrate``, for comparison with the paper, or those fitted from the campaign's
+  of ``harness.models.maxrate``, for comparison with the paper, or those fitted from the campaign's
   ping-pong cells when ``model_params.json`` beside the summary has them (``harness fit``);
 - ``tables_dir/node_aware_counts.{md,tex,csv}``: per ppn, node count and algorithm, the most
   inter- and intra-node messages (and bytes) one rank sends per call, next to
@@ -497,11 +497,11 @@ def _figure(d: pd.DataFrame, x: str, path, title: str,
 
 
 def model_figure(path, params=None, ppn: int = 16, procs: int = 32768) -> list[Path]:
-    """The max-rate model's RD, SMP and NAP (``harness.maxrate``, eqs. 4-6) in the shape of
+    """The max-rate model's RD, SMP and NAP (``harness.models.maxrate``, eqs. 4-6) in the shape of
     the paper's Figs. 10-11: cost vs P for one double per process (P = ppn, 2 ppn, ... up to
     ``procs``) and cost vs size at ``procs``, ``ppn`` processes per node; default parameters
     unless ``params`` (a ``MaxRateParams``) is given."""
-    from .. import maxrate
+    from ..models import maxrate
 
     style.setup()
     p = params or maxrate.MaxRateParams.defaults()

@@ -13,7 +13,7 @@ alone (no contention, no noise, no measurement):
   and over the segmented ring rs alone (dashed; eq. 17 compares with rs), with a fitted
   ``c sqrt(P)`` trend line and each curve's fitted exponent (speedup ~ P^k for P >= 256).
 - **RD, SMP and NAP** (Bienz et al., Sect. IV, Figs. 10-11): ``node_aware_map`` evaluates
-  the max-rate model (``harness.maxrate.cost``) over P = nodes x ppn and sizes, per ppn.
+  the max-rate model (``harness.models.maxrate.cost``) over P = nodes x ppn and sizes, per ppn.
   ``figures/<c>/projection_node_aware.{png,pdf}``: one map per ppn (the ``--ppn`` value and
   the campaign's), colour = the fastest of the three, shade = its speedup over RD; below,
   Fig. 10 (one 8-byte value against P) and Fig. 11 (cost against size at the largest P).
@@ -53,7 +53,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
-from .. import maxrate, models, paths
+from .. import models, paths
+from ..models import maxrate
 from ..results import atomic_write_text
 from . import style, tables
 
