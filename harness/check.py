@@ -27,7 +27,6 @@ from . import results, stats
 
 PROVENANCE_KEYS = ("library_version", "hosts", "harness", "python", "mpi4py", "jobscript_sha256")
 COMPARED = ("n", "mean", "ci_low", "ci_high")
-TIMED = ("ok", "not-converged")
 
 
 def _empty():
@@ -111,7 +110,7 @@ def _check_entry(where: str, entry: dict, reps, settings: dict, rep: Report) -> 
         return
     if rows["rep"].duplicated().any():
         rep.add(where, "a repetition appears twice in the raw file")
-    if entry["status"] not in TIMED or not n:
+    if entry["status"] not in results.TIMED or not n:
         return
     metric = entry.get("metric") or settings.get("metric", "mean")
     column = f"{metric}_elapsed"

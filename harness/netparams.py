@@ -59,8 +59,8 @@ import pandas as pd
 from . import models
 from .models import maxrate
 from .analysis.fit import fit_campaign
+from .results import TIMED
 
-TIMED = ("ok", "not-converged")
 LEVELS = ("socket", "node", "network")
 PREFERRED_LIBRARY = "openmpi"
 

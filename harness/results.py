@@ -25,6 +25,7 @@ from pathlib import Path
 from .algorithms import p2p_bench
 from .dnn import workload
 from .launches import bus_bandwidth
+from .stats import normality_p
 
 STATUSES = ("ok", "wrong", "timeout", "failed", "not-converged")
 
@@ -174,8 +175,12 @@ def oversubscribed(prov: dict) -> bool | None:
     return any(r > (c or 0) for r, c in ranks.values())
 
 
-def summary_rows(doc: dict, settings: dict | None = None) -> list[dict]:
-    """One summary row per cell of a run document."""
+def summary_rows(doc: dict, settings: dict | None = None,
+                 normality: dict | None = None) -> list[dict]:
+    """One summary row per cell of a run document; ``normality`` (cell id -> Shapiro-Wilk p,
+    ``normality_from_raw``) replaces the run document's ``normality_p``, which the bench
+    leaves empty."""
+    normality = normality or {}
     prov = doc.get("provenance") or {}
     over = oversubscribed(prov)
     # a cell the run never reached has no metric of its own: the run's setting names it
@@ -203,8 +208,8 @@ def summary_rows(doc: dict, settings: dict | None = None) -> list[dict]:
             "library_version": prov.get("library_version"),
             "metric": entry.get("metric") or run_metric,
             **{k: st.get(k) for k in ("n", "mean", "ci_low", "ci_high", "rel_halfwidth", "std",
-                                      "median", "median_ci_low", "median_ci_high", "min", "max",
-                                      "normality_p")},
+                                      "median", "median_ci_low", "median_ci_high", "min", "max")},
+            "normality_p": normality.get(entry["cell_id"], st.get("normality_p")),
             "converged": entry.get("converged"),
             "status": entry["status"],
             "error": entry.get("error"),
@@ -268,6 +273,34 @@ def load_run_doc(store: CampaignStore, run_id: str, log=None) -> dict:
     return doc
 
 
+TIMED = ("ok", "not-converged")  # the statuses whose repetitions are times (every reader's)
+
+
+def normality_from_raw(store: CampaignStore, doc: dict) -> dict[str, float]:
+    """cell id -> the Shapiro-Wilk p-value of the cell's metric over its raw repetitions
+    (``raw/<run>.parquet``), for each measured cell of the run; {} when the raw file is
+    missing or unreadable (``harness check`` names it). Computed here, once per summary,
+    rather than in the launch: scipy.stats took rank 0 a second of every launch."""
+    run_metric = (doc.get("settings") or {}).get("metric", "mean")
+    wanted = {e["cell_id"]: f"{e.get('metric') or run_metric}_elapsed" for e in doc["cells"]
+              if e.get("status") in TIMED and int((e.get("stats") or {}).get("n") or 0) >= 3}
+    path = store.raw(doc["run_id"])
+    if not wanted or not path.is_file():
+        return {}
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path).to_pandas()
+    except Exception:  # noqa: BLE001  (pyarrow raises several types for damaged files)
+        return {}
+    out = {}
+    for cell_id, rows in table.groupby("cell_id"):
+        column = wanted.get(cell_id)
+        if column in rows:
+            out[cell_id] = normality_p(rows[column].to_numpy(float))
+    return out
+
+
 def summary_frame(store: CampaignStore, keep=None, runs=None, log=None):
     """The summary table from every run document (see ``rebuild_summary``), not written."""
     import pandas as pd
@@ -280,7 +313,7 @@ def summary_frame(store: CampaignStore, keep=None, runs=None, log=None):
             continue
         doc = load_run_doc(store, path.stem, log=log)
         settings = doc.get("settings") or settings
-        rows.extend(summary_rows(doc))
+        rows.extend(summary_rows(doc, normality=normality_from_raw(store, doc)))
     df = pd.DataFrame(rows, columns=[c for c in SUMMARY_COLUMNS if c not in LAUNCH_COLUMNS]
                       + ["launches_of"])
     if keep is not None:

@@ -16,7 +16,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import special as _special
 
-# scipy.stats (Shapiro-Wilk) is imported where a cell is summarised, not here:
+# scipy.stats (Shapiro-Wilk) is imported where the summary is built, not here:
 # every rank of every launch imports this module, and scipy.stats costs most of a rank's
 # start-up; the Student-t quantile comes from scipy.special, which is light.
 
@@ -185,8 +185,11 @@ def normality_p(samples) -> float:
         return float(_stats().shapiro(x[:5000]).pvalue)
 
 
-def summarize(samples, confidence: float) -> dict:
-    """Everything the summary row says about one metric's repetitions."""
+def summarize(samples, confidence: float, normality: bool = True) -> dict:
+    """Everything the summary row says about one metric's repetitions. ``normality=False``
+    leaves ``normality_p`` NaN: the bench does, since Shapiro-Wilk needs scipy.stats, whose
+    import cost rank 0 a second of every launch while the other ranks spun; the summary
+    computes it from the raw repetitions instead (``results.summary_frame``)."""
     x = np.asarray(samples, dtype=float)
     n = int(x.size)
     if n == 0:
@@ -209,5 +212,5 @@ def summarize(samples, confidence: float) -> dict:
         median_ci_high=mhi,
         min=float(x.min()),
         max=float(x.max()),
-        normality_p=normality_p(x),
+        normality_p=normality_p(x) if normality else math.nan,
     )

@@ -162,6 +162,27 @@ def test_provenance_and_job_script(results_root):
     assert row.algbw == pytest.approx(8192 / row["mean"])
 
 
+def test_normality_comes_from_the_raw_repetitions(results_root):
+    """The bench leaves Shapiro-Wilk's p out of the run document (scipy.stats would cost rank
+    0 a second of every launch); the summary computes it from the raw repetitions of the
+    cell's metric, and `harness check` finds the two consistent."""
+    from harness.stats import normality_p
+
+    out = harness("run", "--library", "mpich", "--algorithm", "native:ring", "--procs", "2",
+                  "--size", "4KiB", "--campaign", "sw", "--min-reps", "8", "--max-reps", "8",
+                  "--precision", "1e-9", "--warmup", "1")
+    assert out.returncode == 0, out.stderr
+    row = pd.read_csv(results_root / "sw" / "summary.csv").iloc[0]
+    doc = json.loads((results_root / "sw" / "runs" / f"{row.run_id}.json").read_text())
+    (entry,) = doc["cells"]
+    assert entry["stats"]["n"] == 8 and entry["stats"]["normality_p"] is None
+    raw = pq.read_table(results_root / "sw" / "raw" / f"{row.run_id}.parquet").to_pandas()
+    want = normality_p(raw[raw.cell_id == row.cell_id][f"{row.metric}_elapsed"].to_numpy(float))
+    assert 0 < want <= 1 and row.normality_p == pytest.approx(want, rel=1e-12)
+    check = harness("check", "sw")
+    assert check.returncode == 0 and "consistent" in check.stdout, check.stdout + check.stderr
+
+
 def test_dry_run_prints_a_quoted_script_and_writes_nothing(results_root):
     campaign = "a b;touch x"
     out = harness("run", "--library", "mpich", "--campaign", campaign, "--dry-run")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-TIMED = ("ok", "not-converged")  # the statuses whose mean is a time
+from ..results import TIMED  # the statuses whose mean is a time
 # the library selecting by a tuning file or its autotuner: never a BEST candidate (not forced)
 SELECTING = ("native:tuned", "native:autotuner")
 

@@ -85,7 +85,6 @@ SEGMENT_ENV = "OMPI_MCA_coll_tuned_allreduce_algorithm_segmentsize"
 # Castelló et al., Sect. 3.3 / 4: alpha = 2 us, beta = 11,770 MB/s, gamma = 8e9 FP32 flop/s
 CASTELLO = {"alpha": 2e-6, "beta": 1 / 11.77e9, "gamma": 1 / (8e9 * 4)}
 MIB = float(2**20)
-TIMED = ("ok", "not-converged")
 
 
 # --------------------------------------------------------------------------- models

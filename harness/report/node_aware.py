@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..results import atomic_write_text, row_json
+from ..results import TIMED, atomic_write_text, row_json
 from . import style, tables
 
 ALGORITHMS = ("recursive_doubling", "smp", "nap")
@@ -56,7 +56,6 @@ LABELS = {"recursive_doubling": "RD", "smp": "SMP", "nap": "NAP"}
 COLORS = {"recursive_doubling": style.color("recursive_doubling"),
           "smp": style.color("native:smp"), "nap": "#e6550d"}
 MARKERS = {"recursive_doubling": "o", "smp": "s", "nap": "^"}
-TIMED = ("ok", "not-converged")
 
 # The libraries' own MPI_Allreduce beside them (Bienz et al., Figs. 16-17: NAP against MPICH's
 # SMP, "MPI"): MPICH's forced SMP and each library's AUTO. They run on the REAL node layout

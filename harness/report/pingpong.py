@@ -26,13 +26,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..results import atomic_write_text, row_json
+from ..results import TIMED, atomic_write_text, row_json
 from ..units import format_size, format_time
 from . import style, tables
 
 TABLE = "pingpong"
 FIGURE = "pingpong_fig4"
-TIMED = ("ok", "not-converged")
 LIB_COLOURS = {"mpich": "#1f77b4", "openmpi": "#d62728", "impi": "#2ca02c"}
 LIB_MARKERS = {"mpich": "o", "openmpi": "s", "impi": "D"}
 LEVEL_STYLES = {"socket": ":", "node": "-", "network": "--", "mixed": "-."}
