@@ -34,7 +34,16 @@ start() {
   local name=$1
   shift
   say "starting $name"
-  setsid "$@" >>"$LOG/$name.out" 2>&1 </dev/null &
+  # from /: a daemon keeps its working directory, and one started inside a clone that is
+  # later deleted makes every job step fail ("Unable to get current working directory")
+  # (setsid -f: the daemon's parent exits at once, so nothing holds the caller's output open)
+  (cd / && exec setsid -f "$@" >>"$LOG/$name.out" 2>&1 </dev/null)
+}
+# in_deleted_dir PIDFILE: the daemon's working directory no longer exists
+in_deleted_dir() {
+  local pid
+  pid=$(cat "$1" 2>/dev/null || true)
+  [ -n "$pid" ] && [[ "$(readlink "/proc/$pid/cwd" 2>/dev/null)" == *" (deleted)" ]]
 }
 # wait_for SECONDS what cmd...: poll cmd until it succeeds
 wait_for() {
@@ -210,7 +219,7 @@ install_conf "$ETC/slurm.conf" 644 && slurm_conf_changed=1
 
 # ---------------------------------------------------------------- slurmdbd
 dbd_ok() { timeout 10 sacctmgr -n -i show cluster >/dev/null 2>&1; }
-if [ "$dbd_conf_changed" = 1 ] || ! dbd_ok; then
+if [ "$dbd_conf_changed" = 1 ] || ! dbd_ok || in_deleted_dir "$RUN/slurmdbd.pid"; then
   kill_pidfile "$RUN/slurmdbd.pid"
   start slurmdbd /usr/sbin/slurmdbd -D
   wait_for 30 slurmdbd dbd_ok || die "slurmdbd does not answer (sacctmgr show cluster)"
@@ -222,7 +231,7 @@ fi
 
 # --------------------------------------------------------------- slurmctld
 ctld_ok() { timeout 10 scontrol ping 2>/dev/null | grep -q 'is UP'; }
-if [ "$slurm_conf_changed" = 1 ] || ! ctld_ok; then
+if [ "$slurm_conf_changed" = 1 ] || ! ctld_ok || in_deleted_dir "$RUN/slurmctld.pid"; then
   kill_pidfile "$RUN/slurmctld.pid"
   start slurmctld /usr/sbin/slurmctld -D
   wait_for 30 slurmctld ctld_ok || die "slurmctld does not answer (scontrol ping)"
@@ -232,7 +241,8 @@ fi
 # a slurmd answers when its port accepts a connection
 slurmd_ok() { timeout 3 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
 for n in "${NODES[@]}"; do
-  if [ "$slurm_conf_changed" = 1 ] || ! slurmd_ok "${PORT[$n]}"; then
+  if [ "$slurm_conf_changed" = 1 ] || ! slurmd_ok "${PORT[$n]}" \
+      || in_deleted_dir "$RUN/slurmd-$n.pid"; then
     kill_pidfile "$RUN/slurmd-$n.pid"
     start "slurmd-$n" /usr/sbin/slurmd -D -N "$n"
   fi
