@@ -222,7 +222,10 @@ def test_real_pingpong_run_is_fitted_end_to_end(results_root, tmp_path):
     doc = json.loads((store.dir / "model_params.json").read_text())
     pp = doc["pingpong"]["openmpi"]
     assert pp["n"] == 3 and pp["sizes"] == [8, 2**22] and pp["level"] in netparams.LEVELS
-    assert pp["alpha"] >= 0 and pp["beta"] > 0 and doc["gamma"] > 0
+    # beta may fit to 0: two oversubscribed Open MPI ranks yield the core between messages,
+    # and under load every size took one scheduler tick (3.9-4.4 ms in one CI rehearsal);
+    # a zero-beta fit is a valid outcome (test_a_fit_with_zero_beta_draws_every_figure)
+    assert pp["alpha"] >= 0 and pp["beta"] >= 0 and doc["gamma"] > 0
     assert doc["provenance"]["gamma_from"]["dtype"] == "float32"
     fb = doc["maxrate"]["provenance"]["fallbacks"]  # one machine: no network level
     assert fb["alpha, R_b"].startswith("network not measured")
