@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__, results, stats, verify
+from . import __version__, fileio, results, stats, verify
 from .algorithms import Context, load_plugin, resolve
 from .algorithms.native import native_allreduce
 from .arrival import Monitor, pap_phase
@@ -513,11 +513,10 @@ def launch_provenance(comm, spec: dict) -> dict:
     }
 
 
-def _write_raw(path: Path, parts: list) -> None:
+def _write_raw(path: Path, tables: list) -> None:
     import pyarrow as pa
 
-    tables = [p if isinstance(p, pa.Table) else pa.table(p) for p in parts]
-    results.write_parquet(path, pa.concat_tables(tables, promote_options="default"))
+    fileio.write_parquet(path, pa.concat_tables(tables, promote_options="default"))
 
 
 def _resume(spec: dict, rank: int):
@@ -527,7 +526,7 @@ def _resume(spec: dict, rank: int):
     if rank != 0 or not progress.is_file():
         return None, []
     try:
-        doc = results.read_json(progress)
+        doc = fileio.read_json(progress)
     except ValueError as exc:
         print(f"harness.bench: {progress}: unreadable ({type(exc).__name__}); the run is "
               f"measured from its start", file=sys.stderr, flush=True)
@@ -574,7 +573,7 @@ def init_mpi(thread_level: str):
 
 
 def run(spec_path: str) -> int:
-    spec = results.read_json(spec_path)
+    spec = fileio.read_json(spec_path)
     MPI = init_mpi(spec.get("thread_level", "single"))
     for plugin in spec.get("plugins", []):
         load_plugin(plugin)
@@ -598,7 +597,7 @@ def run(spec_path: str) -> int:
     progress, final = Path(spec["outputs"]["progress"]), Path(spec["outputs"]["run"])
     raw_path = Path(spec["outputs"]["raw"])
     if rank == 0:
-        results.write_json(progress, doc)
+        fileio.write_json(progress, doc)
     todo = [(i, c) for i, c in enumerate(spec["cells"]) if c["cell_id"] not in done]
     crowded = _oversubscribed(comm)
     if rank == 0 and done:
@@ -619,9 +618,9 @@ def run(spec_path: str) -> int:
         if rank == 0:
             doc["cells"].append(entry)
             if raw:
-                raw_parts.append(raw)
+                raw_parts.append(fileio.arrow_table(raw))
                 _write_raw(raw_path, raw_parts)
-            results.write_json(progress, doc)
+            fileio.write_json(progress, doc)
             st = entry.get("stats") or {}
             mean = st.get("mean")
             print(f"[{len(doc['cells'])}/{len(spec['cells'])}] {cell.library} {cell.algorithm} "
@@ -631,8 +630,8 @@ def run(spec_path: str) -> int:
     if rank == 0:
         doc["status"] = "complete"
         doc["finished"] = results.now()
-        results.write_json(progress, doc)
-        results.write_json(final, doc)
+        fileio.write_json(progress, doc)
+        fileio.write_json(final, doc)
     return 0
 
 

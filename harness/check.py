@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import results, stats
+from . import fileio, results, stats
 
 PROVENANCE_KEYS = ("library_version", "hosts", "harness", "python", "mpi4py", "jobscript_sha256")
 COMPARED = ("n", "mean", "ci_low", "ci_high")
@@ -235,7 +235,7 @@ def render(store: results.CampaignStore, rep: Report) -> str:
 def write(store: results.CampaignStore, rep: Report) -> Path:
     """``check.json`` beside the summary: the findings, for the report and for tools."""
     path = store.dir / "check.json"
-    results.write_json(path, {"ok": rep.ok, "problems": rep.problems,
+    fileio.write_json(path, {"ok": rep.ok, "problems": rep.problems,
                               "recovered": rep.recovered, "cells": rep.cells, "runs": rep.runs,
                               "repetitions": rep.repetitions, "checked": results.now()})
     return path

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import plan, results, runner
+from . import fileio, plan, results, runner
 from .analysis.best import SELECTING, fastest
 from .dnn import workload
 from .stats import t_quantile
@@ -122,7 +122,7 @@ def launch_in_order(store, lib, launches, settings: dict, cfg, label: str, log=p
     launched again."""
     for i, run in enumerate(launches):
         doc_path = store.run_doc(run.run_id)
-        doc = results.read_json(doc_path) if doc_path.is_file() else None
+        doc = fileio.read_json(doc_path) if doc_path.is_file() else None
         if doc is None or doc.get("status") != "complete":
             alg = run.cells[0].algorithm if run.cells else "?"
             log(f"{label}: launch {i + 1}/{len(launches)} {alg} ({len(run.cells)} cells)")
@@ -130,7 +130,7 @@ def launch_in_order(store, lib, launches, settings: dict, cfg, label: str, log=p
                                           plugins=cfg.plugins, config_hash=cfg.digest)
             runner.write(store, script, spec)
             runner.execute(store, spec, timeout=cfg.run_walltime)
-            doc = results.read_json(doc_path)
+            doc = fileio.read_json(doc_path)
         yield doc
 
 
@@ -178,5 +178,5 @@ def run_group(campaign, name: str, out: Path, log=print) -> dict:
     doc = {"group": name, "library": library, "procs": procs, "nodes": nodes,
            "thread_level": level, "rounds": rounds, "launches": len(order),
            "finished": results.now(), "entries": entries}
-    results.write_json(out, doc)
+    fileio.write_json(out, doc)
     return doc

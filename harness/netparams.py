@@ -357,7 +357,7 @@ def fit_file(summary_csv, campaign: str | None = None, library: str = "openmpi",
 
 
 def write(summary_csv, out, **kw) -> dict:
-    from .results import write_json
+    from .fileio import write_json
 
     doc = fit_file(summary_csv, **kw)
     write_json(Path(out), doc)

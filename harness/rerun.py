@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import replace
 
-from . import plan, results, runner
+from . import fileio, plan, results, runner
 
 
 class UnknownCell(ValueError):
@@ -43,10 +43,10 @@ def _replace(store: results.CampaignStore, run_id: str, entry: dict, raw) -> Non
         if not path.is_file():
             continue
         doc = (results.load_run_doc(store, run_id) if path == store.run_doc(run_id)
-               else results.read_json(path))
+               else fileio.read_json(path))
         cells = [c for c in doc["cells"] if c["cell_id"] != cid]
         doc["cells"] = cells + [entry]
-        results.write_json(path, doc)
+        fileio.write_json(path, doc)
     path = store.raw(run_id)
     parts = []
     if path.is_file():
@@ -55,7 +55,7 @@ def _replace(store: results.CampaignStore, run_id: str, entry: dict, raw) -> Non
     if raw is not None and raw.num_rows:
         parts.append(raw)
     if parts:
-        results.write_parquet(path, pa.concat_tables(parts, promote_options="default"))
+        fileio.write_parquet(path, pa.concat_tables(parts, promote_options="default"))
 
 
 def rerun(campaign, cell_id: str, timeout=None, log=print) -> list[str]:
@@ -80,7 +80,7 @@ def rerun(campaign, cell_id: str, timeout=None, log=print) -> list[str]:
         log(f"run {spec['run_id']}: cell {cell_id} of run {planned.run_id}"
             + (f" (launch {planned.launch + 1})" if planned.launch else ""))
         outcome = runner.execute(scratch, spec, timeout=timeout)
-        doc = results.read_json(scratch.run_doc(one.run_id))
+        doc = fileio.read_json(scratch.run_doc(one.run_id))
         entry = next(c for c in doc["cells"] if c["cell_id"] == cell_id)
         entry = {**entry, "rerun_of": one.run_id}
         raw_path = scratch.raw(one.run_id)

@@ -10,18 +10,17 @@
 - ``summary.csv``: one row per cell, rebuilt from ``runs/*.json`` (newest result of a cell
   wins, so a rerun of a cell replaces its older row).
 
-Every write goes to a temporary file in the same directory, then is renamed into place.
+Every write goes to a temporary file in the same directory, then is renamed into place
+(``fileio``).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
-import os
-import tempfile
 from pathlib import Path
 
+from .fileio import atomic_write_text, read_json, write_json
 from .algorithms import p2p_bench
 from .dnn import workload
 from .launches import bus_bandwidth
@@ -42,68 +41,6 @@ SUMMARY_COLUMNS = [
 
 def now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode())
-
-
-def _json_default(obj):
-    if hasattr(obj, "item"):
-        return obj.item()
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
-
-
-def _clean(obj):
-    """NaN and infinities become null, so the JSON is standard."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    return obj
-
-
-def write_json(path: Path, doc) -> None:
-    atomic_write_text(path, json.dumps(_clean(doc), indent=1, default=_json_default) + "\n")
-
-
-def read_json(path: Path):
-    with open(path) as fh:
-        return json.load(fh)
-
-
-def write_parquet(path: Path, table) -> None:
-    import pyarrow.parquet as pq
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 class CampaignStore:

@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import __version__, paths, results, templates
+from . import __version__, fileio, paths, results, templates
 from .libraries import Library
 from .plan import Run
 from .turns import launch_turn
@@ -85,8 +85,8 @@ def job_script(lib: Library, procs: int, nodes: int, env: dict, module: str, spe
 
 def write(store: results.CampaignStore, script: str, spec: dict) -> Path:
     path = store.job_script(spec["run_id"])
-    results.write_json(store.job_spec(spec["run_id"]), spec)
-    results.atomic_write_text(path, script)
+    fileio.write_json(store.job_spec(spec["run_id"]), spec)
+    fileio.atomic_write_text(path, script)
     path.chmod(0o755)
     return path
 
@@ -157,7 +157,7 @@ def _execute(store, spec, timeout, stdout, stderr) -> str:
         _record_start_attempts(spec, attempt + 1)
         return "failed"
     final = Path(spec["outputs"]["run"])
-    if not final.is_file() or results.read_json(final).get("status") != "complete":
+    if not final.is_file() or fileio.read_json(final).get("status") != "complete":
         results.mark_unfinished(spec, "failed", "job script exited 0 but did not finish the run")
         _record_start_attempts(spec, attempt + 1)
         return "failed"
@@ -182,11 +182,11 @@ def _record_start_attempts(spec: dict, attempts: int) -> None:
     measuring and was launched again) in the run document's provenance: ``start_attempts``."""
     final = Path(spec["outputs"]["run"])
     try:
-        doc = results.read_json(final)
+        doc = fileio.read_json(final)
     except (OSError, ValueError):
         return  # no readable run document: harness check reports that
     doc.setdefault("provenance", {})["start_attempts"] = attempts
-    results.write_json(final, doc)
+    fileio.write_json(final, doc)
 
 
 def _stamp(path: Path):

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy import special as _special
 
-# scipy.stats (Shapiro-Wilk) is imported where the summary is built, not here:
-# every rank of every launch imports this module, and scipy.stats costs most of a rank's
-# start-up; the Student-t quantile comes from scipy.special, which is light.
+from .quantiles import binomial_half_cdf, t_critical
+
+# scipy is imported only where Shapiro-Wilk's p is computed (the summary): every rank of every
+# launch imports this module, and scipy.special alone cost each rank 0.3 s of start-up
+# (harness/quantiles.py has the t and binomial quantiles in numpy).
 
 
 def _stats():
@@ -52,7 +53,7 @@ class StoppingRule:
 @lru_cache(maxsize=4096)
 def t_quantile(confidence: float, dof: int) -> float:
     """Two-sided Student-t critical value t((1+confidence)/2, dof)."""
-    return float(_special.stdtrit(dof, (1.0 + confidence) / 2.0))
+    return float(t_critical(confidence, [dof])[0])
 
 
 _T_TABLES: dict[float, np.ndarray] = {}
@@ -66,9 +67,7 @@ def t_quantiles(confidence: float, upto: int) -> np.ndarray:
     table = _T_TABLES.get(confidence)
     if table is None or len(table) <= upto:
         n = max(1024, 2 * upto + 2, 2 * (len(table) if table is not None else 0))
-        dof = np.arange(n, dtype=float)
-        with np.errstate(invalid="ignore"):
-            table = _special.stdtrit(np.where(dof > 0, dof, np.nan), (1.0 + confidence) / 2.0)
+        table = t_critical(confidence, np.arange(n))
         _T_TABLES[confidence] = table
     return table
 
@@ -166,11 +165,9 @@ def median_interval(samples, confidence: float) -> tuple[float, float]:
 
 def median_rank(n: int, confidence: float) -> int:
     """The largest j (1-based) with P(B <= j-1) <= (1-confidence)/2, B ~ Binomial(n, 1/2): the
-    order statistics x(j) and x(n-j+1) bound the median's interval; 0 when none does. The
-    binomial CDF comes from scipy.special (``bdtr``), as light as the t quantile: scipy.stats
-    cost rank 0 a second of every launch, the other ranks spinning meanwhile."""
+    order statistics x(j) and x(n-j+1) bound the median's interval; 0 when none does."""
     half_alpha = (1.0 - confidence) / 2.0
-    cdf = _special.bdtr(np.arange(n + 1), n, 0.5)  # cdf[i] = P(B <= i)
+    cdf = binomial_half_cdf(n)  # cdf[i] = P(B <= i)
     below = np.flatnonzero(cdf <= half_alpha)  # i = j - 1 for every admissible j
     return int(below[-1]) + 1 if below.size else 0
 

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import results
+from . import fileio, results
 from .analysis.best import SELECTING
 from .tuning import Rule, Table
 
@@ -378,8 +378,8 @@ def tune(root: Path, campaign: str, out_dir: Path | None = None, log=print,
                "digest": digest,
                "kept_auto": int((rows.algorithm == "").sum()),
                "replaced": int((rows.algorithm != "").sum()), "made": results.now()}
-        results.write_json(out_dir / f"{library}.json", doc)
-        results.atomic_write_text(out_dir / f"{library}.env",
+        fileio.write_json(out_dir / f"{library}.json", doc)
+        fileio.atomic_write_text(out_dir / f"{library}.env",
                                   f"# {library}: tuned allreduce selection from campaign "
                                   f"{campaign} (harness tune)\n" + env_lines(env))
         docs[library] = doc
@@ -387,7 +387,7 @@ def tune(root: Path, campaign: str, out_dir: Path | None = None, log=print,
         log(f"{library}: {n} rule(s)" + (f" ({doc['replaced']} of {len(rows)} measured points)"
                                          if n else ": AUTO kept everywhere")
             + f" -> {out_dir / (library + '.env')}")
-    results.atomic_write_text(out_dir / "decisions.csv",
+    fileio.atomic_write_text(out_dir / "decisions.csv",
                               pd.concat(frames, ignore_index=True).to_csv(index=False))
     return docs
 

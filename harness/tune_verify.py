@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import plan, results
+from . import fileio, plan, results
 from .confirm import USABLE, gain_interval, launch_in_order
 from .tuning import Table
 
@@ -115,7 +115,7 @@ def run_library(campaign, library: str, out: Path, log=print) -> dict:
         doc = _verify(campaign, library, LAUNCH_BASE + 400, log)
         doc.update(refined=[{"procs": p, "size": s} for p, s in cuts],
                    first_pass=first["entries"], first_table=first["table"])
-    results.write_json(out, doc)
+    fileio.write_json(out, doc)
     return doc
 
 

@@ -79,7 +79,7 @@ def execute_run(results_root, library, cells, settings=None, campaign="t", plugi
                 timeout=300, algorithm_env=None):
     """Render, write and execute one run of ``cells`` through the same path as the workflow.
     Returns (outcome, run document, store)."""
-    from harness import libraries, results, runner
+    from harness import fileio, libraries, results, runner
     from harness.plan import Run
 
     lib = libraries.get_library(library)
@@ -97,7 +97,7 @@ def execute_run(results_root, library, cells, settings=None, campaign="t", plugi
     script, spec = runner.prepare(run, lib, store, settings or fast_settings(), plugins=plugins)
     runner.write(store, script, spec)
     outcome = runner.execute(store, spec, timeout=timeout)
-    doc = results.read_json(store.run_doc(run.run_id))
+    doc = fileio.read_json(store.run_doc(run.run_id))
     return outcome, doc, store
 
 

@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from conftest import PLUGIN
-from harness import config, results
+from harness import config, fileio
 from harness.dnn import sgd  # imports torch only where it trains
 from requirements_support import require_module
 
@@ -75,7 +75,7 @@ def _train(tmp_path, algorithm, block=QUICK, plugins=()):
     spec, _ = sgd.write_launch(cfg, "x", algorithm, 0, tmp_path)
     rc = sgd.execute(spec, timeout=240)
     out = tmp_path / "sgd" / "x" / f"{algorithm}-0.json"
-    return rc, (results.read_json(out) if out.is_file() else None)
+    return rc, (fileio.read_json(out) if out.is_file() else None)
 
 
 @pytest.fixture(scope="module")

@@ -267,12 +267,21 @@ def test_two_workflows_on_one_campaign(tmp_path):
     runs take turns (a lock per run) and nothing is measured twice. It measures only (its
     report would rewrite the first's summary and figures while the first reads them, which
     docs/troubleshooting.md lists); once the first is done, it runs to the end
-    and measures nothing."""
-    cfg = config(tmp_path, SLOW)
-    first = _start(tmp_path, cfg)
-    assert _wait_for(lambda: any((store(tmp_path) / "progress").glob("*.json"))
-                     if (store(tmp_path) / "progress").is_dir() else False)
-    same = snakemake(tmp_path, cfg)
+    and measures nothing. The first's slow run waits at a gate file until the second has been
+    refused, so the first is surely still running then."""
+    held = {**SLOW, "slow": {**SLOW["slow"], "params": {"sleep": 0.3, "gate": "gate"}}}
+    cfg = config(tmp_path, held)
+    gate = tmp_path / "results" / "gate"  # under $HARNESS_RESULTS (env_for)
+    gate.parent.mkdir(parents=True, exist_ok=True)
+    gate.touch()
+    try:
+        first = _start(tmp_path, cfg)
+        assert _wait_for(lambda: any((store(tmp_path) / "progress").glob("*.json"))
+                         if (store(tmp_path) / "progress").is_dir() else False)
+        same = snakemake(tmp_path, cfg)
+    finally:
+        gate.unlink()
+    assert first.poll() is None  # the gate held it
     assert same.returncode != 0
     assert "LockException" in same.stdout + same.stderr
     w2 = ["--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path / "w2"),

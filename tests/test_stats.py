@@ -83,7 +83,7 @@ def test_median_interval_order_statistics():
 
 @pytest.mark.parametrize("confidence", [0.5, 0.9, 0.95, 0.99, 0.999])
 def test_median_rank_is_the_binomial_quantile(confidence):
-    """median_rank (scipy.special's binomial CDF) against scipy.stats.binom's definition, for
+    """median_rank (harness.quantiles' binomial CDF) against scipy.stats.binom's definition, for
     every n up to 400 and a few large ones: the largest j with P(B <= j-1) <= alpha/2."""
     from harness.stats import median_rank
 
@@ -142,3 +142,51 @@ def test_rep_limit_scales_with_the_message_size_as_imb_does():
     assert rep_limit(rule, 2**20, 2**30) == 1024
     assert rep_limit(rule, 2**30, 2**30) == 10  # never below min_reps
     assert rep_limit(rule, 2**20, 0) == 20000  # 0: no volume cap
+
+
+@pytest.mark.parametrize("confidence", [0.5, 0.8, 0.9, 0.95, 0.99, 0.999, 0.9999])
+def test_t_critical_agrees_with_scipy(confidence):
+    """harness.quantiles.t_critical (numpy only: the launch's ranks import no scipy) against
+    scipy's Student-t quantile, every dof up to 5,000 (the exact series below EXACT_DOF and
+    the Cornish-Fisher expansion above) and large ones; dof 0 is NaN."""
+    from harness.quantiles import EXACT_DOF, t_critical
+
+    dof = np.concatenate([np.arange(1, 5001), [EXACT_DOF + 1, 10**4, 10**5, 10**6, 10**7]])
+    ours = t_critical(confidence, dof)
+    theirs = st.t.ppf((1 + confidence) / 2, dof)
+    assert np.max(np.abs(ours / theirs - 1)) < 1e-10
+    assert np.isnan(t_critical(confidence, [0])[0])
+    with pytest.raises(ValueError, match="confidence"):
+        t_critical(1.0, [3])
+
+
+def test_binomial_half_cdf_is_exact():
+    """P(B <= i) for B ~ Binomial(n, 1/2) against the exact fraction (small n) and against
+    scipy.stats.binom (large n) wherever it decides a median rank (the tails)."""
+    from fractions import Fraction
+
+    from harness.quantiles import binomial_half_cdf
+
+    for n in [1, 2, 3, 7, 20, 101]:
+        exact = [float(Fraction(sum(math.comb(n, j) for j in range(i + 1)), 2**n))
+                 for i in range(n + 1)]
+        assert binomial_half_cdf(n) == pytest.approx(exact, rel=1e-13, abs=0)
+    for n in [1000, 10_000, 100_000]:
+        ours, theirs = binomial_half_cdf(n), st.binom.cdf(np.arange(n + 1), n, 0.5)
+        tail = (theirs > 1e-300) & (theirs < 0.5)
+        assert np.max(np.abs(ours[tail] / theirs[tail] - 1)) < 1e-11
+
+
+def test_a_launch_imports_neither_scipy_nor_pandas(tmp_path):
+    """The bench (imported by every rank of every launch) and the raw table it writes on rank 0
+    stay off scipy and pandas, whose imports cost a short launch a third of its time."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from harness import bench, fileio; "
+            "fileio.write_parquet(sys.argv[1], fileio.arrow_table("
+            "{'cell_id': ['c'], 'rep': [0], 'arrival': [[0.5, 0.25]]})); "
+            "print(sorted(m for m in ('scipy', 'pandas') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "raw.parquet")],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

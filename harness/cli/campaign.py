@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from .. import config, plan, results, runner
+from .. import config, fileio, plan, results, runner
 from ..units import parse_time
 from .args import typed
 
@@ -70,7 +70,7 @@ def cmd_plan(args, parser) -> int:
 
 def cmd_exec(args, parser) -> int:
     """Execute a rendered run (the workflow's measure step)."""
-    spec = results.read_json(args.spec)
+    spec = fileio.read_json(args.spec)
     store = results.CampaignStore(Path(args.spec).resolve().parent.parent.parent, spec["campaign"])
     try:
         outcome = runner.execute(store, spec, timeout=args.timeout)

@@ -9,7 +9,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from .. import models, paths, results
+from .. import fileio, models, paths, results
 from ..models import maxrate
 from ..units import format_size, format_time, parse_size
 from .args import OneLineErrorParser, int_at_least, positive_float, typed
@@ -75,7 +75,7 @@ def cmd_model_suara2(args, parser) -> int:
         params = models.Params.paper()
     else:
         try:
-            params = models.Params.from_dict(results.read_json(args.params))
+            params = models.Params.from_dict(fileio.read_json(args.params))
         except (OSError, ValueError, KeyError) as exc:
             parser.error(f"argument --params: cannot read {args.params!r}: {exc}")
     if args.rs_segments:
@@ -114,7 +114,7 @@ def cmd_model_maxrate(args, parser) -> int:
     source = "defaults (illustrative)"
     if args.params:
         try:
-            params = maxrate.MaxRateParams.from_dict(results.read_json(args.params))
+            params = maxrate.MaxRateParams.from_dict(fileio.read_json(args.params))
         except (OSError, ValueError) as exc:
             parser.error(f"argument --params: cannot use {args.params!r}: {exc}")
         source = args.params
@@ -246,7 +246,7 @@ def cmd_fit(args, parser) -> int:
         return 1
     params = models.Params.from_dict(doc)
     out = Path(args.output) if args.output else store.dir / "model_params.json"
-    results.write_json(out, doc)
+    fileio.write_json(out, doc)
     fits = params.provenance.get("fits", {})
     g_from = params.provenance.get("gamma_from", {})
     print(f"fitted from {store.summary}; gamma = {params.gamma:.3g} s/B "

@@ -51,7 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import results
+from .. import fileio, results
 from ..turns import launch_turn
 
 # The paper's Table 5 (Proficz 2018): all-reduce average elapsed time (ms) and training total
@@ -108,8 +108,8 @@ def write_launch(cfg, name: str, algorithm: str, k: int, res_dir) -> tuple[Path,
         title=(f"SGD execution {stem} of experiment {name} in campaign {cfg.campaign}: library "
                f"{exp['library']}, P={exp['procs']} (harness/dnn/sgd.py)."),
         rerun="the workflow's rule sgd_train runs it (harness.dnn.sgd --execute)")
-    results.write_json(spec_path, spec)
-    results.atomic_write_text(script_path, script)
+    fileio.write_json(spec_path, spec)
+    fileio.atomic_write_text(script_path, script)
     script_path.chmod(0o755)
     return spec_path, script_path
 
@@ -117,7 +117,7 @@ def write_launch(cfg, name: str, algorithm: str, k: int, res_dir) -> tuple[Path,
 def execute(spec_path, timeout: float | None = None) -> int:
     """Run the job script of one execution with a wall-time limit; 0 when it wrote its
     document. The launch runs in its own process group, killed whole past the limit."""
-    spec = results.read_json(spec_path)
+    spec = fileio.read_json(spec_path)
     out = Path(spec["output"])
     if out.exists():
         out.unlink()  # a document from an earlier attempt must not pass for this one
@@ -378,7 +378,7 @@ def train(spec: dict) -> int:
             accuracy = float((logits.argmax(1) == test_y).float().mean())
         doc = _document(spec, per_rank, size, count, stragglers, delay, test_loss, accuracy,
                         ctx.scratch.get("record") or {}, provenance, started)
-        results.write_json(Path(spec["output"]), doc)
+        fileio.write_json(Path(spec["output"]), doc)
         print(f"sgd {spec['experiment']} {algorithm}-{spec['execution']}: allreduce "
               f"{doc['allreduce_mean'] * 1e3:.3f} ms, total {doc['total_time']:.2f} s, loss "
               f"{doc['loss'][0]:.3f} -> {doc['final']['train_loss_last20']:.3f}, test accuracy "
@@ -459,7 +459,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.execute:
         return execute(args.spec, args.timeout)
-    return train(results.read_json(args.spec))
+    return train(fileio.read_json(args.spec))
 
 
 if __name__ == "__main__":

@@ -67,7 +67,7 @@ from matplotlib.ticker import NullLocator
 
 from .. import models, netparams
 from ..models import maxrate
-from ..results import atomic_write_text
+from ..fileio import atomic_write_text
 from . import style, tables
 
 ALGORITHMS = ("RDB", "RSA", "LIN", "RNG", "SRG")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..results import atomic_write_text
+from ..fileio import atomic_write_text
 from . import style
 from .tables import format_size, plain_latex, plain_markdown
 

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..results import atomic_write_text
+from ..fileio import atomic_write_text
 from . import style, tables
 from .figures import size_ticks, throughput_points, context_label
 from .pap import _PLAIN

@@ -23,7 +23,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ..dnn import fusion, traces
-from ..results import atomic_write_text
+from ..fileio import atomic_write_text
 from . import style, tables
 
 __all__ = ["COMBOS", "make_fig7", "model_table", "table_rows"]

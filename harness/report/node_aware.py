@@ -46,7 +46,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..results import TIMED, atomic_write_text, row_json
+from ..results import TIMED, row_json
+from ..fileio import atomic_write_text
 from . import style, tables
 
 ALGORITHMS = ("recursive_doubling", "smp", "nap")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..results import atomic_write_text, read_json
+from ..fileio import atomic_write_text, read_json
 
 # name -> (paper, what it reproduces, how to read it); the order is the page's order
 OUTPUTS = {

@@ -40,7 +40,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..results import atomic_write_text, row_json
+from ..results import row_json
+from ..fileio import atomic_write_text
 from . import style, tables
 
 REFERENCE = "ring"

@@ -26,7 +26,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..results import TIMED, atomic_write_text, row_json
+from ..results import TIMED, row_json
+from ..fileio import atomic_write_text
 from ..units import format_size, format_time
 from . import style, tables
 

@@ -55,7 +55,7 @@ from matplotlib.patches import Patch, Rectangle
 
 from .. import models, paths
 from ..models import maxrate
-from ..results import atomic_write_text
+from ..fileio import atomic_write_text
 from . import style, tables
 
 MAX_PROCS = 16384

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..results import atomic_write_text, read_json
+from ..fileio import atomic_write_text, read_json
 from ..stats import half_width
 from . import style, tables
 

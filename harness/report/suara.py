@@ -36,7 +36,8 @@ from matplotlib.figure import Figure
 
 from .. import models
 from ..analysis.fit import fit_campaign
-from ..results import atomic_write_text, row_json
+from ..results import row_json
+from ..fileio import atomic_write_text
 from . import style, tables
 
 OUTPUT_TABLES = ("suara_choice", "model_vs_measured", "fitted_params", "suara_agreement")

@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.best import SELECTING, TIMED, fastest, timed_mask  # noqa: F401  (TIMED, timed_mask: read by the reports)
-from ..results import allreduce_rows, atomic_write_text
+from ..results import allreduce_rows
+from ..fileio import atomic_write_text
 from ..units import format_size  # noqa: F401  (the reports' size labels)
 from . import style
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import style
-from ..results import atomic_write_text
+from ..fileio import atomic_write_text
 from .tables import format_size, format_time, plain_latex, plain_markdown
 
 COLUMNS = ["library", "procs", "size", "held_out", "expected", "auto_mean", "tuned_mean",

@@ -32,7 +32,8 @@ import numpy as np
 import pandas as pd
 
 from ..dnn import workload
-from ..results import atomic_write_text, row_json
+from ..results import row_json
+from ..fileio import atomic_write_text
 from . import style, tables
 
 REFERENCE = "impi"  # Fig. 10 normalises to Intel MPI's AUTO

@@ -10,7 +10,10 @@ SIGKILL once, at the stage named by its ``die`` parameter:
 
 It dies only the first time: a marker file under ``$HARNESS_RESULTS`` records that it did, so
 a retry of the run measures the cell. ``test:slow`` is a correct allreduce that sleeps
-``sleep`` seconds per call (a run that stays in one stage long enough to be interrupted).
+``sleep`` seconds per call (a run that stays in one stage long enough to be interrupted);
+with ``gate`` (a file name under ``$HARNESS_RESULTS``) each call also waits while that file
+exists, so a test holds the run in its measurement for as long as it needs, however fast the
+machine.
 """
 
 import os
@@ -66,4 +69,7 @@ die.node_aware = True  # so the bench makes its counting call
 @register("test:slow", family="test")
 def slow(comm, sendbuf, recvbuf, op, ctx):
     time.sleep(float(ctx.params.get("sleep", 0.2)))
+    gate = ctx.params.get("gate")
+    while gate and (Path(os.environ["HARNESS_RESULTS"]) / gate).exists():
+        time.sleep(0.05)
     comm.Allreduce(sendbuf, recvbuf, op)
