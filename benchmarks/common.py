@@ -19,7 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness import libraries, results, runner  # noqa: E402
+from harness import fileio, libraries, results, runner  # noqa: E402
 from harness.plan import Cell, Run  # noqa: E402
 
 
@@ -84,7 +84,7 @@ def harness_means(library: str, algorithm: str, procs: int, sizes: list, reps: i
         runner.write(store, script, spec)
         with open(os.devnull, "w") as null:
             outcome = runner.execute(store, spec, timeout=600, stdout=null)
-        doc = results.read_json(store.run_doc(run.run_id))
+        doc = fileio.read_json(store.run_doc(run.run_id))
     if outcome != "complete":
         raise RuntimeError(f"harness run {outcome}: {[c.get('error') for c in doc['cells']]}")
     out = {}
