@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from harness import fileio, libraries, results, runner  # noqa: E402
-from harness.plan import Cell, Run  # noqa: E402
+from harness.cells import Cell, Run  # noqa: E402
 
 
 def lib_env(lib) -> dict:

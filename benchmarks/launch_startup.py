@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import REPO, lib_env, libraries, median  # noqa: E402
 
 from harness import results, runner  # noqa: E402
-from harness.plan import Cell, Run  # noqa: E402
+from harness.cells import Cell, Run  # noqa: E402
 
 
 def timed(argv: list, env: dict) -> float:

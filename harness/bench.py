@@ -28,7 +28,7 @@ from .arrival import Monitor, pap_phase
 from .delays import compute_phase, delay_vector, wait_until
 from .dnn import workload
 from .libraries import get_library
-from .plan import THREAD_LEVELS, Cell
+from .cells import THREAD_LEVELS, Cell
 
 ENV_PREFIXES = ("OMPI_", "MPIR_CVAR_", "I_MPI_", "SLURM_", "MPI4PY_", "PMI_", "HYDRA_", "HARNESS_")
 METRICS = ("mean", "max", "min", "span")

@@ -81,7 +81,7 @@ class Experiment:
     max_delays: tuple  # seconds
     late_rank: int
     params: tuple  # sorted (key, value)
-    thread_level: str = "auto"  # auto: the lowest level each cell needs (plan.needed_thread_level)
+    thread_level: str = "auto"  # auto: the lowest level each cell needs (cells.needed_thread_level)
     timing: str = "percall"
 
 

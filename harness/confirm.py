@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from . import fileio, plan, results, runner
+from .cells import Run
 from .analysis.best import SELECTING, fastest
 from .dnn import workload
 from .stats import t_quantile
@@ -155,7 +156,7 @@ def run_group(campaign, name: str, out: Path, log=print) -> dict:
     for i, alg in enumerate(order):
         ids = sorted({e["auto_cell"] if alg == "native:auto" else e["best_cell"]
                       for e in todo if alg in ("native:auto", e["best"])})
-        launches.append(plan.Run(library=library, env=plan.launch_env(lib, alg), procs=procs,
+        launches.append(Run(library=library, env=plan.launch_env(lib, alg), procs=procs,
                                  nodes=nodes, cells=tuple(cells[c] for c in ids),
                                  thread_level=level, launch=LAUNCH_BASE + i))
     for doc in launch_in_order(store, lib, launches, settings, cfg, f"confirm {name}", log):

@@ -1,112 +1,11 @@
-"""Cells (one point of the experiment matrix) and runs (the cells of one MPI launch), with
-stable ids: a hash of the fields, so the same cell gets the same id in every rerun."""
+"""The experiment matrix of a config expanded into runs (``expand``), replicated into
+launches, with each run's forcing environment and library (cells and runs: ``cells.py``)."""
 
 from __future__ import annotations
 
-import hashlib
-import json
-from dataclasses import dataclass, field
-from functools import cached_property
-
 import numpy as np
 
-
-def _digest(obj, n: int = 12) -> str:
-    return hashlib.sha1(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:n]
-
-
-@dataclass(frozen=True)
-class Cell:
-    library: str
-    algorithm: str
-    procs: int
-    size: int  # bytes
-    dtype: str = "float64"
-    op: str = "sum"
-    delay: str = "none"
-    max_delay: float = 0.0  # seconds
-    late_rank: int = 1
-    nodes: int = 1
-    params: tuple = ()  # sorted (key, value) pairs of algorithm parameters
-    thread_level: str = "single"  # MPI thread level the launch initialises (THREAD_LEVELS)
-    timing: str = "percall"  # how repetitions are timed (TIMING_MODES)
-
-    @property
-    def count(self) -> int:
-        return self.size // np.dtype(self.dtype).itemsize
-
-    @cached_property
-    def cell_id(self) -> str:
-        return "c" + _digest(self.key())
-
-    def key(self) -> dict:
-        d = {f: getattr(self, f) for f in _CELL_FIELDS}
-        d["params"] = [list(p) for p in self.params]
-        # fields added later stay out of the key at their default, so a cell measured the
-        # default way keeps the id it always had
-        for f, default in _LATER_DEFAULTS.items():
-            if d[f] == default:
-                del d[f]
-        return d
-
-    def to_dict(self) -> dict:
-        return {**self.key(), **{f: getattr(self, f) for f in _LATER_DEFAULTS},
-                "count": self.count, "cell_id": self.cell_id}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Cell":
-        fields = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
-        fields["params"] = tuple(tuple(p) for p in fields.get("params", ()))
-        return cls(**fields)
-
-
-_CELL_FIELDS = tuple(Cell.__dataclass_fields__)
-_LATER_DEFAULTS = {"thread_level": "single", "timing": "percall"}
-
-# MPI thread levels in increasing order (MPI_THREAD_SINGLE < FUNNELED < SERIALIZED < MULTIPLE)
-THREAD_LEVELS = ("single", "funneled", "serialized", "multiple")
-TIMING_MODES = ("percall", "imb")
-
-
-def needed_thread_level(algorithm: str, params) -> str:
-    """The lowest MPI thread level a cell needs: ``multiple`` for the online arrival monitor
-    (a thread that calls MPI while the main thread does, harness/arrival.py), else ``single``."""
-    return "multiple" if dict(params).get("knowledge") == "online" else "single"
-
-
-def resolve_thread_level(requested: str, algorithm: str, params) -> str:
-    """``auto`` -> the level the cell needs; an explicit level is raised to what the cell
-    needs, never lowered below it (ValueError names both)."""
-    need = needed_thread_level(algorithm, params)
-    if requested == "auto":
-        return need
-    if THREAD_LEVELS.index(requested) < THREAD_LEVELS.index(need):
-        raise ValueError(f"thread level {requested!r} is below {need!r}, which {algorithm} "
-                         f"with {dict(params)} needs")
-    return requested
-
-
-@dataclass(frozen=True)
-class Run:
-    """Cells sharing one launch: same library, forcing environment, P and node layout."""
-
-    library: str
-    env: tuple  # sorted (name, value) pairs that force the algorithm
-    procs: int
-    nodes: int
-    cells: tuple = field(default_factory=tuple)
-    thread_level: str = "single"  # every cell of a launch shares it
-    launch: int = 0  # replicate index: the same cells measured in independent launches
-
-    @cached_property
-    def run_id(self) -> str:
-        key = [self.library, [list(e) for e in self.env], self.procs, self.nodes,
-               sorted(c.cell_id for c in self.cells)]
-        if self.thread_level != "single":
-            key.append(["thread_level", self.thread_level])
-        if self.launch:
-            key.append(["launch", self.launch])
-        return "r" + _digest(key)
+from .cells import Cell, Run, resolve_thread_level
 
 
 def expand_algorithms(patterns, lib, where: str) -> list[str]:

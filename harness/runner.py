@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import __version__, fileio, paths, results, templates
 from .libraries import Library
-from .plan import Run
+from .cells import Run
 from .turns import launch_turn
 
 TEMPLATE = "run.sh.j2"

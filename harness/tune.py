@@ -2,7 +2,7 @@
 
 Per library, one decision table over (P range, message-size range) -> algorithm
 (``harness.tuning.Table``), built from the AUTO-vs-BEST table of the campaign's summary
-(``harness/report/tables.py``) and, where it exists, the confirmation stage's verdicts:
+(``harness/analysis/auto_vs_best.py``) and, where it exists, the confirmation stage's verdicts:
 
 - an algorithm replaces AUTO at a measured (P, size) only with statistical support: the
   confirmation stage says ``BEST faster`` (its paired interval excludes 1), or, without a
@@ -31,7 +31,9 @@ from pathlib import Path
 import pandas as pd
 
 from . import fileio, results
+from .analysis.auto_vs_best import auto_vs_best
 from .analysis.best import SELECTING
+from .libraries import get_library
 from .tuning import Rule, Table
 
 ITEMSIZES = (1, 2, 4, 8)  # a rule must apply to calls of every common element size
@@ -80,9 +82,6 @@ def evidence(df: pd.DataFrame, store_dir: Path) -> tuple[pd.DataFrame, dict]:
     """One row per (library, P, size) of the library's main condition: AUTO, BEST, where the
     verdict comes from, and the decision (``algorithm``: a catalogue name, or "" = AUTO
     kept). Also returns each library's main condition."""
-    from .libraries import get_library
-    from .report import tables
-
     d = df[df.algorithm.astype(str).str.startswith("native:")
            & ~df.algorithm.isin(SELECTING) & (df.delay.fillna("none") == "none")]
     if d.empty:
@@ -105,7 +104,7 @@ def evidence(df: pd.DataFrame, store_dir: Path) -> tuple[pd.DataFrame, dict]:
             dl = dl[dl[k].isna()] if pd.isna(v) else dl[dl[k] == v]
         parts.append(dl)
     d = pd.concat(parts)
-    table = tables.auto_vs_best(d)
+    table = auto_vs_best(d)
     forced = d[(d.algorithm != "native:auto") & d.status.isin(("ok", "not-converged"))
                & d["mean"].notna()].sort_values("mean", kind="stable")
     fastest = forced.groupby(["library", "procs", "size"]).head(1).set_index(
@@ -181,8 +180,6 @@ def _applies(lib, algorithm: str, procs_range: tuple[int, int], size_lo: int) ->
 def build(ev: pd.DataFrame, library: str) -> tuple[Table, pd.DataFrame]:
     """The decision table of ``library`` from its evidence rows; returns the table and the
     rows with the rule ranges filled in (``procs_lo/hi``, ``size_lo/hi``)."""
-    from .libraries import get_library
-
     lib = get_library(library)
     e = ev[ev.library == library].sort_values(["procs", "size"]).copy()
     procs = sorted(int(x) for x in e.procs.unique())
@@ -327,8 +324,6 @@ def tune(root: Path, campaign: str, out_dir: Path | None = None, log=print,
          only: str | None = None, avoid=()) -> dict:
     """Build every library's table (``only``: one library's) and write its files; returns
     {library: document}. ``avoid``: (P, size) points no rule may cover (``exclude``)."""
-    from .libraries import get_library
-
     store_dir = Path(root) / campaign
     out_dir = Path(out_dir or store_dir / "tuning")
     ev, conds = evidence(load(root, campaign), store_dir)

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import fileio, plan, results
+from . import cells, fileio, plan, results
 from .confirm import USABLE, gain_interval, launch_in_order
 from .tuning import Table
 
@@ -140,7 +140,7 @@ def _verify(campaign, library: str, base: int, log) -> dict:
     nodes = int(cond.get("nodes") or 1)
 
     def cell(alg, p, size):
-        return plan.Cell(library, alg, p, size, cond["dtype"], cond["op"], "none", 0.0, 1, nodes,
+        return cells.Cell(library, alg, p, size, cond["dtype"], cond["op"], "none", 0.0, 1, nodes,
                          tuned_params if alg == TUNED else (), "single", cond["timing"])
 
     launches, index = [], base
@@ -156,7 +156,7 @@ def _verify(campaign, library: str, base: int, log) -> dict:
                                                           int(cfg.tune["autotuner_warmup"]))}
             env = dict(plan.launch_env(lib, alg, tuned_params if alg == TUNED else ()))
             env["HARNESS_TUNING"] = tag  # every launch of the pass: a new table, new launches
-            launches.append((run_settings, plan.Run(
+            launches.append((run_settings, cells.Run(
                 library=library, env=tuple(sorted(env.items())),
                 procs=p, nodes=nodes, cells=tuple(cell(alg, p, e["size"]) for e in mine),
                 thread_level="single", launch=index)))

@@ -80,14 +80,14 @@ def execute_run(results_root, library, cells, settings=None, campaign="t", plugi
     """Render, write and execute one run of ``cells`` through the same path as the workflow.
     Returns (outcome, run document, store)."""
     from harness import fileio, libraries, results, runner
-    from harness.plan import Run
+    from harness.cells import Run
 
     lib = libraries.get_library(library)
     env = algorithm_env
     if env is None:
         alg = cells[0].algorithm
         env = lib.native(alg).env if alg.startswith("native:") else {}
-    from harness.plan import THREAD_LEVELS, needed_thread_level
+    from harness.cells import THREAD_LEVELS, needed_thread_level
 
     level = max((max(c.thread_level, needed_thread_level(c.algorithm, c.params),
                      key=THREAD_LEVELS.index) for c in cells), key=THREAD_LEVELS.index)

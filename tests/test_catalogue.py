@@ -4,7 +4,7 @@ import pytest
 
 from conftest import execute_run
 from harness import libraries
-from harness.plan import Cell
+from harness.cells import Cell
 
 ENTRIES = [(lib.name, alg) for lib in libraries.catalogue().values() for alg in lib.native_names()]
 

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import FAST, PLUGIN, execute_run, harness
-from harness.plan import Cell
+from harness.cells import Cell
 from harness.verify import DTYPES, OPS
 
 LIBRARIES = ["mpich", "openmpi", "impi"]

@@ -210,7 +210,7 @@ def test_real_pingpong_run_is_fitted_end_to_end(results_root, tmp_path):
     then `harness fit` and `harness model nap` on its summary."""
     from conftest import execute_run, fast_settings
     from harness import results
-    from harness.plan import Cell
+    from harness.cells import Cell
 
     cells = [Cell("openmpi", "pingpong", 2, s, params=(("pairs", 1),)) for s in (8, 2**16, 2**22)]
     cells += [Cell("openmpi", "reduce_local", 2, s, dtype="float32") for s in (2**16, 2**22)]

@@ -123,7 +123,7 @@ def test_report_without_native_cells_keeps_its_columns(tmp_path):
 def test_fig1_from_a_real_run(results_root, tmp_path):
     """AUTO of MPICH reducing one double at P = 2 and 3 (real launches): the Fig. 1 table has
     both points with a time, P = 3 marked oversubscribed on a 2-core machine only if it is."""
-    from harness.plan import Cell
+    from harness.cells import Cell
     from harness.results import CampaignStore, rebuild_summary
 
     for procs in (2, 3):

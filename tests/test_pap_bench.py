@@ -10,7 +10,7 @@ import pytest
 
 from conftest import FAST, execute_run, fast_settings, harness
 from harness.delays import DELAY_MODES
-from harness.plan import Cell
+from harness.cells import Cell
 
 # The online estimate against the injected delay (P = 4 on 2 cores, one-late 50 ms): the
 # estimate scales the time to edge(0.5) by 2, so a rank woken late at its edge by a loaded

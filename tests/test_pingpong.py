@@ -12,7 +12,7 @@ import pytest
 from conftest import execute_run, fast_settings, harness
 from harness import config, plan, results
 from harness.algorithms import REGISTRY, p2p_bench
-from harness.plan import Cell
+from harness.cells import Cell
 
 BASE = {"campaign": "pp", "experiments": {}}
 

@@ -95,7 +95,7 @@ def test_small_rule_threshold_is_inclusive():
 
 
 def test_small_rule_runs_best_native_below_and_suara2_above(results_root, model_file):
-    from harness.plan import Cell
+    from harness.cells import Cell
 
     params = (("grid", "best-grid"), ("model", str(model_file)), ("small", "native-best"),
               ("subs", "native"))

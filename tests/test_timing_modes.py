@@ -7,9 +7,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import FAST, PLUGIN, execute_run, fast_settings, harness
-from harness import plan
+from harness import cells, plan
 from harness.config import ConfigError, validate
-from harness.plan import Cell
+from harness.cells import Cell
 
 
 def _cfg(**experiment):
@@ -44,9 +44,9 @@ def test_thread_level_and_timing_enter_the_ids_only_when_not_default():
     ids = {base.cell_id, Cell("mpich", "native:auto", 2, 4096, thread_level="multiple").cell_id,
            Cell("mpich", "native:auto", 2, 4096, timing="imb").cell_id}
     assert len(ids) == 3
-    r1 = plan.Run("mpich", (), 2, 1, (base,))
-    assert len({r1.run_id, plan.Run("mpich", (), 2, 1, (base,), thread_level="multiple").run_id,
-                plan.Run("mpich", (), 2, 1, (base,), launch=1).run_id}) == 3
+    r1 = cells.Run("mpich", (), 2, 1, (base,))
+    assert len({r1.run_id, cells.Run("mpich", (), 2, 1, (base,), thread_level="multiple").run_id,
+                cells.Run("mpich", (), 2, 1, (base,), launch=1).run_id}) == 3
 
 
 def test_imb_timing_with_a_delay_mode_is_a_config_error():

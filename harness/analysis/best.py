@@ -4,7 +4,7 @@ Among a set of summary rows (one library, P, size and condition), BEST is the ro
 lowest mean among those that carry a time: status ``ok`` or ``not-converged`` and a positive
 finite mean. Rows whose result was wrong, that failed or timed out are never candidates.
 Equal means go to the algorithm whose name sorts first, so the same summary always gives the
-same BEST. The AUTO-vs-BEST table (``harness.report.tables.auto_vs_best``, AUTO among the
+same BEST. The AUTO-vs-BEST table (``harness.analysis.auto_vs_best``, AUTO among the
 candidates, so BEST is never slower than AUTO), ``harness tune`` (which reads that table) and
 the confirmation stage (``harness.confirm.pick``: the fastest forced algorithm, to be measured
 against AUTO again) all take it from here.
@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..results import TIMED  # the statuses whose mean is a time
+
+AUTO = "native:auto"  # the library's own choice
 # the library selecting by a tuning file or its autotuner: never a BEST candidate (not forced)
 SELECTING = ("native:tuned", "native:autotuner")
 

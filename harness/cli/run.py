@@ -8,13 +8,14 @@ import json
 import os
 import sys
 
-from .. import layout, libraries, paths, plan, rerun, results, runner, stats
+from .. import cells, layout, libraries, paths, plan, rerun, results, runner, stats
 from ..algorithms import harness_names, load_plugin
 from ..config import OVERSUBSCRIBE_FACTOR, too_many_ranks
 from ..delays import DELAY_MODES, SYNC_MODES
 from ..dnn import workload
 from ..memory import too_big
-from ..plan import Cell, Run, launch_env
+from ..plan import launch_env
+from ..cells import Cell, Run
 from ..units import format_size, format_time, parse_size, parse_time
 from ..verify import DTYPES, OPS
 from .args import int_at_least, load_campaign, positive_float, probability, typed
@@ -50,10 +51,10 @@ def register(sub) -> None:
     p.add_argument("--sync", choices=SYNC_MODES, default="auto",
                    help="start of each repetition: two barriers, or a common start time after "
                         "them (window); auto = window when a delay mode is set")
-    p.add_argument("--thread-level", choices=("auto",) + plan.THREAD_LEVELS, default="auto",
+    p.add_argument("--thread-level", choices=("auto",) + cells.THREAD_LEVELS, default="auto",
                    help="MPI thread level of the launch (default auto: single, or multiple where "
                         "the cell needs threads, e.g. knowledge=online)")
-    p.add_argument("--timing", choices=plan.TIMING_MODES, default="percall",
+    p.add_argument("--timing", choices=cells.TIMING_MODES, default="percall",
                    help="percall: each repetition synchronised and timed alone; imb: IMB-MPI1's "
                         "Allreduce loop (-sync 1), t_avg over ranks")
     p.add_argument("--campaign", default="adhoc", help="results go to results/<campaign>/")
@@ -170,7 +171,7 @@ def cmd_run(args, parser) -> int:
         if why:
             err(f"argument --size: {why}")
     try:
-        level = plan.resolve_thread_level(args.thread_level, args.algorithm, params)
+        level = cells.resolve_thread_level(args.thread_level, args.algorithm, params)
     except ValueError as exc:
         err(f"argument --thread-level: {exc}")
     cell = Cell(library=lib.name, algorithm=args.algorithm, procs=args.procs, size=args.size,

@@ -21,9 +21,9 @@ from pathlib import Path
 import matplotlib
 import matplotlib.colors
 
+from ..analysis.best import AUTO
 from ..libraries import library_sort_key  # noqa: F401  (the reports sort by it)
 
-AUTO = "native:auto"
 AUTO_COLOR = "#000000"
 
 # The colour of every known algorithm, fixed by hand so that the algorithms of one library are

@@ -1,11 +1,6 @@
-"""AUTO vs BEST (Castelló et al. 2021, Sec. 4.3) as a table.
-
-``auto_vs_best(summary)`` gives one row per library x P x message size (and per dtype, op,
-delay, max_delay, late_rank, nodes, metric when those vary in the input): the time of
-``native:auto`` (AUTO), the BEST native algorithm (``harness.analysis.best``: the lowest mean
-among the ``native:*`` cells that carry a time, status ``ok`` or ``not-converged``), AUTO
-included, so BEST is never slower than AUTO -- and gain = AUTO time / BEST time. Cells with status wrong, failed or timeout
-are never candidates; they are listed in the ``excluded`` column.
+"""AUTO vs BEST (Castelló et al. 2021, Sec. 4.3) as a table: the rows come from
+``harness.analysis.auto_vs_best`` (whose names this module also offers the reports:
+``prepare``, ``auto_vs_best``, ``mibs`` ...); here they are formatted.
 
 ``write_table(table, path_without_ext, caption)`` writes ``.md``, ``.tex`` (booktabs) and
 ``.csv`` (the numeric table, times in seconds), each atomically.
@@ -16,172 +11,15 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from ..analysis.best import SELECTING, TIMED, fastest, timed_mask  # noqa: F401  (TIMED, timed_mask: read by the reports)
-from ..results import allreduce_rows
+from ..analysis.auto_vs_best import (  # noqa: F401  (offered to the reports)
+    AUTO, CONTEXT, MIB, NUMERIC, TABLE_COLUMNS, auto_vs_best, constants, load_summary, mibs,
+    prepare, row_number, row_oversubscribed, varying)
+from ..analysis.best import SELECTING, TIMED, fastest, timed_mask  # noqa: F401  (read by the reports)
 from ..fileio import atomic_write_text
 from ..units import format_size  # noqa: F401  (the reports' size labels)
 from . import style
-
-AUTO = style.AUTO
-MIB = float(2**20)
-# Columns that define the conditions of a cell besides library, P and size; a table or figure
-# splits by them only when they vary.
-CONTEXT = ["nodes", "dtype", "op", "delay", "max_delay", "late_rank", "metric"]
-NUMERIC = ["procs", "nodes", "size", "max_delay", "late_rank", "mean", "ci_low", "ci_high", "n"]
-
-TABLE_COLUMNS = [
-    "auto_status", "auto_mean", "auto_ci_low", "auto_ci_high", "auto_mibs",
-    "best_algorithm", "best_status", "best_mean", "best_ci_low", "best_ci_high", "best_mibs",
-    "gain", "gain_low", "gain_high", "significant", "verdict", "oversubscribed",
-    "n_algorithms", "n_timed", "excluded",
-]
-
-
-def row_oversubscribed(row) -> bool:
-    return row is not None and str(row.get("oversubscribed", "")).lower() == "true"
-
-
-# --------------------------------------------------------------------------- data preparation
-
-def load_summary(path) -> pd.DataFrame:
-    return prepare(pd.read_csv(path, keep_default_na=True))
-
-
-def prepare(df: pd.DataFrame, workloads: bool = False) -> pd.DataFrame:
-    """A clean copy of a summary: numeric columns numeric, missing context columns filled,
-    status/algorithm as strings, and one row per cell (the newest, by ``finished``). Workload
-    rows (a training iteration, ``harness.dnn.workload``) are left out unless ``workloads``."""
-    d = allreduce_rows(df, workloads=workloads).copy()
-    defaults = {"library_version": "", "nodes": 1, "dtype": "float64", "op": "sum",
-                "delay": "none", "max_delay": 0.0, "late_rank": 0, "metric": "mean",
-                "params": "{}", "status": "ok", "finished": "", "error": ""}
-    for col, val in defaults.items():
-        if col not in d.columns:
-            d[col] = val
-        elif col in CONTEXT and d[col].isna().any():
-            # a cell that never ran (failed before its first repetition) may lack a condition:
-            # it takes the one the other cells share (else the default), not one of its own
-            known = d[col].dropna()
-            d[col] = d[col].fillna(known.mode().iloc[0] if len(known) else val)
-    for col in ("ci_low", "ci_high"):
-        if col not in d.columns:
-            d[col] = np.nan
-    for col in NUMERIC:
-        d[col] = pd.to_numeric(d[col], errors="coerce")
-    for col in ("library", "algorithm", "status", "dtype", "op", "delay", "metric"):
-        d[col] = d[col].astype(str)
-    d["library_version"] = d["library_version"].fillna("").astype(str)
-    # a cell that failed before its first repetition records no version: it takes its
-    # library's version when the library was measured in exactly one
-    for lib, versions in d.groupby("library")["library_version"]:
-        known = set(versions) - {""}
-        if len(known) == 1:
-            d.loc[(d["library"] == lib) & (d["library_version"] == ""), "library_version"] = (
-                known.pop())
-    d["params"] = d["params"].fillna("{}").astype(str)
-    d["finished"] = d["finished"].fillna("").astype(str)
-    ident = ["library", "library_version", "algorithm", "params", "procs", "size", *CONTEXT]
-    d = d.sort_values("finished", kind="stable").drop_duplicates(ident, keep="last")
-    return d.reset_index(drop=True)
-
-
-def varying(d: pd.DataFrame, cols=CONTEXT) -> list[str]:
-    return [c for c in cols if c in d.columns and d[c].nunique(dropna=False) > 1]
-
-
-def constants(d: pd.DataFrame, cols=CONTEXT) -> dict:
-    return {c: d[c].iloc[0] for c in cols if c in d.columns and len(d) and d[c].nunique(dropna=False) == 1}
-
-
-def mibs(size, seconds):
-    """Throughput in MiB/s (2**20 bytes) of ``size`` bytes in ``seconds``; NaN if unusable."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.asarray(size, dtype=float) / np.asarray(seconds, dtype=float) / MIB
-    out = np.where(np.isfinite(out) & (out > 0), out, np.nan)
-    return out if out.ndim else float(out)
-
-
-# --------------------------------------------------------------------------------- the table
-
-def row_number(row, col):
-    if row is None:
-        return math.nan
-    try:
-        v = float(row[col])
-    except (KeyError, TypeError, ValueError):
-        return math.nan
-    return v if math.isfinite(v) else math.nan
-
-
-def auto_vs_best(df: pd.DataFrame) -> pd.DataFrame:
-    """The AUTO-vs-BEST table of a summary (see the module doc). Only ``native:*`` rows are
-    considered. Columns: library, library_version, procs, the varying context columns, size,
-    then ``TABLE_COLUMNS``; times in seconds, throughputs in MiB/s. ``attrs["context"]`` holds
-    the context columns that are constant (e.g. ``{"dtype": "float64", ...}``)."""
-    d = prepare(df)
-    d = d[d["algorithm"].str.startswith("native:") & ~d["algorithm"].isin(SELECTING)]
-    ctx = varying(d)
-    keys = ["library", "library_version", "procs", *ctx, "size"]
-    ok = timed_mask(d)
-    rows = []
-    for key, g in d.groupby(keys, dropna=False, sort=False):
-        key = key if isinstance(key, tuple) else (key,)
-        row = dict(zip(keys, key))
-        gt = g[ok.loc[g.index]]
-        autos = g[g["algorithm"] == AUTO]
-        a = autos.iloc[-1] if len(autos) else None
-        a_timed = a is not None and bool(ok.loc[autos.index[-1]])
-        b = fastest(g)
-        am = row_number(a, "mean") if a_timed else math.nan
-        al = row_number(a, "ci_low") if a_timed else math.nan
-        ah = row_number(a, "ci_high") if a_timed else math.nan
-        bm, bl, bh = row_number(b, "mean"), row_number(b, "ci_low"), row_number(b, "ci_high")
-        size = float(row["size"])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            gain = am / bm if a_timed and b is not None else math.nan
-            gain_low = al / bh if a_timed and bh > 0 else math.nan
-            gain_high = ah / bl if a_timed and bl > 0 else math.nan
-        if b is not None and b["algorithm"] == AUTO:
-            gain_low = gain_high = 1.0  # AUTO is BEST: the gain is 1 by construction
-        bad = g[~ok.loc[g.index]].sort_values("algorithm")
-        crowded = row_oversubscribed(a) or row_oversubscribed(b)
-        significant = bool(a_timed and b is not None and b["algorithm"] != AUTO and bh < al
-                           and not crowded)
-        if crowded:
-            verdict = "oversubscribed"  # ranks shared cores: no win or loss is drawn
-        elif b is None or not a_timed:
-            verdict = "no data"
-        elif b["algorithm"] == AUTO:
-            verdict = "AUTO is BEST"
-        else:
-            verdict = "BEST faster" if significant else "tie"
-        row.update({
-            "auto_status": a["status"] if a is not None else "missing",
-            "auto_mean": am, "auto_ci_low": al, "auto_ci_high": ah, "auto_mibs": mibs(size, am),
-            "best_algorithm": b["algorithm"] if b is not None else "",
-            "best_status": b["status"] if b is not None else "",
-            "best_mean": bm, "best_ci_low": bl, "best_ci_high": bh, "best_mibs": mibs(size, bm),
-            "gain": gain, "gain_low": gain_low, "gain_high": gain_high,
-            # BEST is faster than AUTO beyond noise: the two 95% CIs do not overlap (never
-            # drawn from an oversubscribed launch); otherwise the gain is a tie
-            "significant": significant, "verdict": verdict, "oversubscribed": crowded,
-            "n_algorithms": int(g["algorithm"].nunique()),
-            "n_timed": int(gt["algorithm"].nunique()),
-            "excluded": "; ".join(f"{r.algorithm} ({r.status})" for r in bad.itertuples()),
-        })
-        rows.append(row)
-    out = pd.DataFrame(rows, columns=keys + TABLE_COLUMNS)
-    if len(out):
-        out["_lib"] = out["library"].map(lambda x: style.library_sort_key(x))
-        out = out.sort_values(["_lib", "library_version", "procs", *ctx, "size"], kind="stable")
-        out = out.drop(columns="_lib").reset_index(drop=True)
-    out.attrs["context"] = constants(d)
-    out.attrs["keys"] = keys
-    return out
-
 
 # ----------------------------------------------------------------------------- formatting
 
