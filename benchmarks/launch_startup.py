@@ -3,8 +3,8 @@
 
 Per alternation, three launches of P ranks under one library:
 - ``bare``: every rank imports mpi4py and initialises MPI;
-- ``harness``: every rank imports ``harness.bench`` (what each rank of a job script imports);
-- ``one cell``: a whole one-cell job script (``harness.bench`` on a spec: 8 B, 10
+- ``harness``: every rank imports ``harness.measure.bench`` (what each rank of a job script imports);
+- ``one cell``: a whole one-cell job script (``harness.measure.bench`` on a spec: 8 B, 10
   repetitions), its raw table written on rank 0.
 
 Printed: the median wall time of each over the alternations, and the medians of the
@@ -61,7 +61,7 @@ def main(argv=None) -> int:
     env = lib_env(lib)
     python = [sys.executable, "-c"]
     bare = lib.launch_argv(args.procs) + python + ["from mpi4py import MPI"]
-    harness = lib.launch_argv(args.procs) + python + ["from harness import bench; "
+    harness = lib.launch_argv(args.procs) + python + ["from harness.measure import bench; "
                                                       "from mpi4py import MPI"]
     rows = {"bare": [], "harness": [], "one cell": []}
     with tempfile.TemporaryDirectory() as tmp:

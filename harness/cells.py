@@ -71,7 +71,7 @@ TIMING_MODES = ("percall", "imb")
 
 def needed_thread_level(algorithm: str, params) -> str:
     """The lowest MPI thread level a cell needs: ``multiple`` for the online arrival monitor
-    (a thread that calls MPI while the main thread does, harness/arrival.py), else ``single``."""
+    (a thread that calls MPI while the main thread does, harness/measure/arrival.py), else ``single``."""
     return "multiple" if dict(params).get("knowledge") == "online" else "single"
 
 

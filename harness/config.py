@@ -9,9 +9,9 @@ found and what was expected: ``experiments.demo.sizes[1]: expected a size such a
 from __future__ import annotations
 
 import copy
-import os
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,8 +19,9 @@ import jsonschema
 import yaml
 
 from . import paths
-from .libraries import library_sort_key
 from .algorithms import REGISTRY, load_plugin
+from .dnn.workload import DEFAULTS, KEY
+from .libraries import library_sort_key
 from .units import parse_size, parse_time
 
 SCHEMA_FILE = paths.REPO_ROOT / "workflow" / "schemas" / "experiments.schema.yaml"
@@ -99,7 +100,7 @@ class Config:
     plugins: tuple = ()  # absolute paths of algorithm plugins
     confirm: dict = None  # the confirmation stage (harness.confirm): enabled, rounds, time_budget
     tune: dict = None  # tuned selection (harness.tune, harness.tune_verify): enabled, rounds, ...
-    sgd: dict = None  # distributed SGD experiments by name (harness.dnn.sgd), as validated by sgd_experiment
+    sgd: dict = None  # distributed SGD experiments by name (harness.measure.sgd), as validated by sgd_experiment
     report: dict = None  # report options: reference_library (resolved to a campaign library)
 
 
@@ -214,7 +215,6 @@ def _report(doc: dict, given: dict, experiments: list, source: str) -> dict:
 def _workload_params(e: dict, where: str, source: str, parsed) -> dict:
     """A workload experiment's block as cell parameters: models, policies and precisions
     are sweeps; ``sizes`` must be left out (they come from the traces)."""
-    from .dnn.workload import DEFAULTS, KEY
 
     if "sizes" in e:
         raise ConfigError(f"{source}: {where}.sizes: a workload experiment takes its sizes from "
@@ -236,7 +236,7 @@ def _sgd(doc: dict, source: str) -> dict:
             for k, v in doc["sgd"].items() if v.get("enabled", True)}
 
 
-# The distributed-SGD experiments (config key ``sgd:``, harness/dnn/sgd.py, docs/sgd.md).
+# The distributed-SGD experiments (config key ``sgd:``, harness/measure/sgd.py, harness/sgd_stage.py, docs/sgd.md).
 SGD_DEFAULTS = {
     "enabled": True, "nodes": 1, "algorithms": ["ring", "slt", "prr"], "iterations": 390,
     "batch": 8, "executions": 3, "straggler": 0, "straggler_rank": "random", "lr": 0.01,

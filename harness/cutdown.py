@@ -42,6 +42,7 @@ from math import prod
 
 import yaml
 
+from .libraries import get_library
 from .units import parse_size, parse_time
 
 PINGPONG_FIT_SIZE = 1 << 20  # the largest ping-pong size a cut-down keeps (1 MiB)
@@ -75,8 +76,6 @@ def _cut_algorithms(patterns, libraries, max_native: int) -> list[str]:
     algorithms that every library of the experiment has (the ring first): each forced
     algorithm is one more launch per library and P. Names and other globs are kept."""
     from fnmatch import fnmatchcase
-
-    from .libraries import get_library
 
     out: list[str] = []
     for pat in patterns:

@@ -57,8 +57,10 @@ import numpy as np
 import pandas as pd
 
 from . import models
-from .models import maxrate
 from .analysis.fit import fit_campaign
+from .dnn.workload import without
+from .fileio import write_json
+from .models import maxrate
 from .results import TIMED
 
 LEVELS = ("socket", "node", "network")
@@ -116,7 +118,6 @@ def reduce_local_rows(df: pd.DataFrame) -> pd.DataFrame:
 def kinds(df: pd.DataFrame) -> dict:
     """Which cell kinds a summary frame has: ``pingpong``, ``reduce_local``, ``native``
     (native allreduce cells, workloads left out)."""
-    from .dnn.workload import without
 
     alg = df["algorithm"].astype(str) if "algorithm" in df.columns else pd.Series([], dtype=str)
     nat = without(df)
@@ -357,8 +358,6 @@ def fit_file(summary_csv, campaign: str | None = None, library: str = "openmpi",
 
 
 def write(summary_csv, out, **kw) -> dict:
-    from .fileio import write_json
-
     doc = fit_file(summary_csv, **kw)
     write_json(Path(out), doc)
     return doc

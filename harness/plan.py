@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import paths, tune
+from .algorithms import harness_names, p2p_bench
 from .cells import Cell, Run, resolve_thread_level
+from .config import ConfigError
+from .dnn import workload
+from .libraries import get_library
 
 
 def expand_algorithms(patterns, lib, where: str) -> list[str]:
     """Names matched by ``patterns`` (globs such as ``native:*``) for library ``lib``."""
     from fnmatch import fnmatchcase
-
-    from .algorithms import harness_names
-    from .config import ConfigError
 
     known = lib.native_names() + harness_names()
     out: list[str] = []
@@ -32,7 +34,6 @@ def expand(cfg) -> list[Run]:
     """Every cell of every experiment of ``cfg``, grouped into runs (one MPI launch each):
     same library, forcing environment, P and node count. A cell asked for by several
     experiments is measured once. Runs and their cells come in a stable order."""
-    from .algorithms import p2p_bench
 
     groups: dict[tuple, dict[str, Cell]] = {}
     for ex in cfg.experiments:
@@ -55,13 +56,11 @@ def expand(cfg) -> list[Run]:
                                     try:
                                         level = resolve_thread_level(ex.thread_level, alg, params)
                                     except ValueError as exc:
-                                        from .config import ConfigError
                                         raise ConfigError(
                                             f"{cfg.source}: experiments.{ex.name}.thread_level: "
                                             f"{exc}") from None
                                     if ex.timing == "imb" and (mode != "none" or
                                                                "compute" in dict(params)):
-                                        from .config import ConfigError
                                         raise ConfigError(
                                             f"{cfg.source}: experiments.{ex.name}.timing: 'imb' "
                                             f"times calls back to back and takes no delay mode "
@@ -69,7 +68,6 @@ def expand(cfg) -> list[Run]:
                                     try:  # ping-pong / local reduction parameters
                                         p2p_bench.check(alg, params, procs, ex.timing, mode)
                                     except ValueError as exc:
-                                        from .config import ConfigError
                                         raise ConfigError(
                                             f"{cfg.source}: experiments.{ex.name}: {exc}"
                                         ) from None
@@ -80,7 +78,6 @@ def expand(cfg) -> list[Run]:
                                     try:
                                         env = launch_env(lib, alg, params)
                                     except KeyError as exc:
-                                        from .config import ConfigError
                                         raise ConfigError(
                                             f"{cfg.source}: experiments.{ex.name}.params: "
                                             f"{exc.args[0]}") from None
@@ -118,8 +115,6 @@ def launch_env(lib, algorithm: str, params: tuple = ()) -> tuple:
     native entry (SUARA2 ``row`` = ``col`` = ``native:<name>``), that entry's, since the
     launch environment is the one forcing every library honours; else none."""
     if algorithm == "native:tuned":
-        from . import paths, tune
-
         campaign = dict(params).get("tuning")
         if not campaign:
             raise KeyError("native:tuned needs the parameter tuning=<campaign>: the campaign "
@@ -128,7 +123,6 @@ def launch_env(lib, algorithm: str, params: tuple = ()) -> tuple:
                                              lib.name).items()))
     if algorithm.startswith("native:"):
         return tuple(sorted(lib.native(algorithm).env.items()))
-    from .algorithms import p2p_bench
 
     try:  # a ping-pong / local reduction cell's parameters (P is checked at the launch)
         p2p_bench.check(algorithm, params)
@@ -145,8 +139,6 @@ def sized_param_sets(ex, dtype: str, source: str) -> list[tuple]:
     """(size, params) of every cell of an experiment for one dtype: each size with each
     parameter set, or for a workload parameter set (``harness.dnn.workload``) the size of
     its iteration."""
-    from .config import ConfigError
-    from .dnn import workload
 
     out = []
     for params in param_sets(ex.params):
@@ -179,8 +171,6 @@ def library_for(cfg, name: str):
     config has a ``libraries.<name>`` entry, else the local wheel, launched with srun when the
     config says ``launch: srun``."""
     from dataclasses import replace
-
-    from .libraries import get_library
 
     site = cfg.libraries.get(name)
     lib = get_library(name, site)

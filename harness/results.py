@@ -20,10 +20,10 @@ import datetime as _dt
 import json
 from pathlib import Path
 
-from .fileio import atomic_write_text, read_json, write_json
 from .algorithms import p2p_bench
 from .dnn import workload
-from .launches import bus_bandwidth
+from .fileio import atomic_write_text, read_json, write_json
+from .launches import LAUNCH_COLUMNS, bus_bandwidth, combine_frame
 from .stats import normality_p
 
 STATUSES = ("ok", "wrong", "timeout", "failed", "not-converged")
@@ -241,8 +241,6 @@ def normality_from_raw(store: CampaignStore, doc: dict) -> dict[str, float]:
 def summary_frame(store: CampaignStore, keep=None, runs=None, log=None):
     """The summary table from every run document (see ``rebuild_summary``), not written."""
     import pandas as pd
-
-    from .launches import LAUNCH_COLUMNS, combine_frame
 
     rows, settings = [], {}
     for path in sorted((store.dir / "runs").glob("*.json")):

@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 from . import __version__, fileio, paths, results, templates
-from .libraries import Library
 from .cells import Run
+from .libraries import Library
 from .turns import launch_turn
 
 TEMPLATE = "run.sh.j2"
@@ -64,7 +64,7 @@ def prepare(run: Run, lib: Library, store: results.CampaignStore, settings: dict
     }
     env = {**lib.run_env(), **dict(run.env)}
     script = job_script(
-        lib, run.procs, run.nodes, env, "harness.bench", store.job_spec(run_id), python=python,
+        lib, run.procs, run.nodes, env, "harness.measure.bench", store.job_spec(run_id), python=python,
         title=(f"Job script of run {run_id} in campaign {store.campaign}: library {lib.name}, "
                f"P={run.procs}, {len(run.cells)} cell(s)."),
         rerun="rerun with `harness run`")
@@ -74,8 +74,8 @@ def prepare(run: Run, lib: Library, store: results.CampaignStore, settings: dict
 def job_script(lib: Library, procs: int, nodes: int, env: dict, module: str, spec: Path, *,
                title: str, rerun: str, python: str | None = None) -> str:
     """The job script (slurm_templates/run.sh.j2) that launches ``python -m <module> <spec>``
-    on ``procs`` ranks of ``lib`` with ``env`` exported: a run's (``harness.bench``) and an SGD
-    execution's (``harness.dnn.sgd``)."""
+    on ``procs`` ranks of ``lib`` with ``env`` exported: a run's (``harness.measure.bench``) and an SGD
+    execution's (``harness.measure.sgd``)."""
     return templates.render(
         TEMPLATE, title=title, rerun=rerun, harness_version=__version__,
         setup=list(lib.setup), env=env, prepend=lib.prepend(), workdir=str(paths.REPO_ROOT),
@@ -124,7 +124,7 @@ def execute(store: results.CampaignStore, spec: dict, timeout: float | None = No
 
 
 START_RETRIES = 2  # launches that died before the bench began, launched again this many times
-BENCH_REFUSED = 3  # harness.bench's exit status when the launch cannot run the spec
+BENCH_REFUSED = 3  # harness.measure.bench's exit status when the launch cannot run the spec
 
 
 def _execute(store, spec, timeout, stdout, stderr) -> str:

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import cells, fileio, plan, results
+from . import cells, fileio, paths, plan, results, tune
 from .confirm import USABLE, gain_interval, launch_in_order
 from .tuning import Table
 
@@ -98,7 +98,6 @@ def run_library(campaign, library: str, out: Path, log=print) -> dict:
     the verification finds AUTO faster at a held-out point a rule covers, the rule is cut
     there (``harness.tune.exclude``), the files are written again and verified again (once);
     the document keeps the first pass."""
-    from . import paths, tune
 
     earlier = tune.refined_points(out)  # cuts an earlier verification made (harness tune keeps them)
     doc = _verify(campaign, library, LAUNCH_BASE, log)

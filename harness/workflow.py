@@ -9,6 +9,7 @@ import json
 from . import config as _config
 from . import paths, plan, results, runner
 from .algorithms import p2p_bench
+from .confirm import groups
 from .dnn import workload
 
 
@@ -59,7 +60,6 @@ class Campaign:
 
     def confirm_groups(self) -> dict:
         """Groups of the confirmation stage (``harness.confirm``), none when it is disabled."""
-        from .confirm import groups
 
         return groups(self.runs.values()) if self.cfg.confirm["enabled"] else {}
 

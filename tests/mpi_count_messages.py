@@ -2,7 +2,7 @@
 
     mpiexec -n P python tests/mpi_count_messages.py PPN ALGORITHM [ALGORITHM ...]
 
-For each algorithm: one call on one float64 per rank through ``harness.counting.count_call``
+For each algorithm: one call on one float64 per rank through ``harness.measure.counting.count_call``
 (the same function the bench uses), with ``layout=emulated, ppn=PPN``; the result is checked
 against the reference, and rank 0 prints one JSON line ``{algorithm: counts}``. Only the
 algorithms and numpy are imported, so a launch of many ranks starts quickly.
@@ -21,7 +21,7 @@ from mpi4py import MPI
 
 from harness import verify
 from harness.algorithms import Context, resolve
-from harness.counting import count_call
+from harness.measure.counting import count_call
 from harness.layout import resolve as resolve_layout
 
 

@@ -1,4 +1,4 @@
-"""Distributed SGD of the PAP paper's CNN (harness/dnn/sgd.py): the model, the config block,
+"""Distributed SGD of the PAP paper's CNN (harness/measure/sgd.py, harness/sgd_stage.py): the model, the config block,
 real training under Open MPI at P = 2 with ring, SLT and PRR (the loss falls, the ranks end
 with identical parameters), a wrong allreduce is an error, and Table 5 from the executions."""
 
@@ -8,7 +8,8 @@ import pytest
 
 from conftest import PLUGIN
 from harness import config, fileio
-from harness.dnn import sgd  # imports torch only where it trains
+from harness import sgd_stage
+from harness.measure import sgd  # imports torch only where it trains
 from requirements_support import require_module
 
 
@@ -66,14 +67,14 @@ def test_config_defaults_and_order():
     e = cfg.sgd["x"]
     assert (e["iterations"], e["batch"], e["executions"], e["algorithms"]) == (390, 8, 3, ["ring", "slt", "prr"])
     assert e["straggler"] == pytest.approx(0.05)
-    assert sgd.launch_order(e)[:6] == [("ring", 0), ("slt", 0), ("prr", 0), ("prr", 1),
+    assert sgd_stage.launch_order(e)[:6] == [("ring", 0), ("slt", 0), ("prr", 0), ("prr", 1),
                                        ("slt", 1), ("ring", 1)]
 
 
 def _train(tmp_path, algorithm, block=QUICK, plugins=()):
     cfg = cfg_with(block, plugins)
-    spec, _ = sgd.write_launch(cfg, "x", algorithm, 0, tmp_path)
-    rc = sgd.execute(spec, timeout=240)
+    spec, _ = sgd_stage.write_launch(cfg, "x", algorithm, 0, tmp_path)
+    rc = sgd_stage.execute(spec, timeout=240)
     out = tmp_path / "sgd" / "x" / f"{algorithm}-0.json"
     return rc, (fileio.read_json(out) if out.is_file() else None)
 

@@ -213,7 +213,7 @@ def test_make_fig7(tmp_path):
 
 
 def _run(argv):
-    from harness.dnn.commands import register
+    from harness.cli.dnn import register
 
     p = argparse.ArgumentParser(prog="harness")
     s = p.add_subparsers(dest="command")

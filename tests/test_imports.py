@@ -57,3 +57,74 @@ def test_the_helper_finds_a_cycle():
 
 def test_no_module_imports_itself_through_others():
     assert cycles(grimp.build_graph("harness")) == []
+
+
+# A function may import a harness module only when importing it at module top would load a
+# heavy library where it is not needed, each for the reason given.
+LAZY = {
+    ("harness.cli.", "harness.report"): "matplotlib and pandas, for the commands that draw",
+    ("harness.", "harness.dnn.models"): "torch, for the dnn extra only",
+    ("harness.", "harness.dnn.cnn"): "torch, for the SGD training program only",
+    ("harness.algorithms.suara", "harness.models"): "the cost models: every rank of every launch "
+                                                    "imports the algorithms, few choose by a model",
+}
+
+
+def function_level_imports(root="harness") -> list[tuple[str, str, int]]:
+    """(importer, imported, line) of every import of a harness module inside a function."""
+    import ast
+    from pathlib import Path
+
+    base = Path(__file__).resolve().parent.parent
+    out = []
+    for path in sorted((base / root).rglob("*.py")):
+        parts = list(path.relative_to(base).with_suffix("").parts)
+        package = parts[:-1] if parts[-1] != "__init__" else parts[:-1]
+        module = ".".join(parts if parts[-1] != "__init__" else parts[:-1])
+        for fn in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith(root)):
+                    stem = package[:len(package) - node.level + 1] if node.level else []
+                    target = ".".join(stem + ([node.module] if node.module else []))
+                    for alias in node.names:  # `from . import x`: the module x
+                        full = f"{target}.{alias.name}"
+                        named = full if (base / Path(*full.split("."))).with_suffix(".py").exists() \
+                            or (base / Path(*full.split("."))).is_dir() else target
+                        out.append((module, named, node.lineno))
+    return out
+
+
+def test_function_level_imports_only_where_a_heavy_library_would_load():
+    found = function_level_imports()
+    assert any(m == "harness.measure.sgd" for m, _, _ in found)  # the scan sees them
+    unexplained = [(m, t, line) for m, t, line in found
+                   if not any(m.startswith(a) and (t == b or t.startswith(b + "."))
+                              for a, b in LAZY)]
+    assert unexplained == [], unexplained
+
+
+def test_no_module_uses_another_modules_private_names():
+    """``from .x import _name`` and ``x._name`` (x a harness module) are refused: a name with a
+    leading underscore is its module's own."""
+    import ast
+    from pathlib import Path
+
+    base = Path(__file__).resolve().parent.parent
+    found = []
+    for path in sorted((base / "harness").rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        modules = set()  # local names bound to harness modules
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("harness")):
+                for alias in node.names:
+                    if alias.name.startswith("_") and not alias.name.startswith("__"):
+                        found.append(f"{path.name}:{node.lineno}: imports {alias.name}")
+                    modules.add(alias.asname or alias.name)
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id in modules and node.attr.startswith("_")
+                    and not node.attr.startswith("__")):
+                found.append(f"{path.name}:{node.lineno}: {node.value.id}.{node.attr}")
+    assert found == [], found

@@ -1,5 +1,5 @@
 """NAP and SMP (``harness/algorithms/node_aware.py``), node layouts (``harness/layout.py``) and
-message counting (``harness/counting.py``).
+message counting (``harness/measure/counting.py``).
 
 Correctness: one MPICH launch of 36 ranks runs every emulated layout of 1..9 nodes x 1..4
 processes per node (powers of ppn and not) with every dtype and op, plus the real layout; one

@@ -183,7 +183,7 @@ def test_a_launch_imports_neither_scipy_nor_pandas(tmp_path):
     import subprocess
     import sys
 
-    code = ("import sys; from harness import bench, fileio; "
+    code = ("import sys; from harness import fileio; from harness.measure import bench; "
             "fileio.write_parquet(sys.argv[1], fileio.arrow_table("
             "{'cell_id': ['c'], 'rep': [0], 'arrival': [[0.5, 0.25]]})); "
             "print(sorted(m for m in ('scipy', 'pandas') if m in sys.modules))")

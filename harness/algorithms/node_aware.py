@@ -74,7 +74,8 @@ import numpy as np
 
 from .. import layout as _layout
 from ..verify import aligned_empty
-from .registry import register
+from . import shm as _shm
+from .registry import REGISTRY, Context, register
 
 FAMILY = "node-aware"
 
@@ -311,8 +312,6 @@ def _run(comm, ops, buf, tmp, op) -> None:
 
 
 def _run_shm(kind, sub, arg, buf, tmp, op) -> None:
-    from . import shm as _shm
-
     if kind == SHM:
         _shm.node_allreduce(sub, buf, buf, op, arg)  # in place: shm allows it
     elif kind == SHM_BCAST:
@@ -420,7 +419,6 @@ def _nap_shm(comm, lay, sched, ctx) -> dict:
     on the whole node, each step's among the node's participating ranks, followed by the same
     hand-over of the result to the idle ranks. ppn = 1 (no intra-node step) keeps recursive
     doubling between the nodes."""
-    from . import shm as _shm
 
     if sched["fallback"]:
         return sched
@@ -446,9 +444,6 @@ def _smp_shm(comm, lay, ctx) -> list:
     node (the master needs only its result; the others' copy is the price of one window
     pass), recursive doubling among the masters, a shared-memory broadcast from the master."""
     from mpi4py import MPI
-
-    from .registry import REGISTRY, Context
-    from . import shm as _shm
 
     params = _shm_params(ctx)
     node = _node_comm(comm, lay, ctx)
@@ -499,7 +494,7 @@ def nap(comm, sendbuf, recvbuf, op, ctx):
 
 
 nap.prepare = prepare_nap
-nap.node_aware = True  # counted even without a layout parameter (harness.counting)
+nap.node_aware = True  # counted even without a layout parameter (harness.measure.counting)
 
 
 @register("smp", family=FAMILY,

@@ -16,7 +16,7 @@ An algorithm declares its own timed body and verification with a ``bench`` attri
 ``fn.bench(comm, cell, ctx, send, recv)`` returns a ``Body`` (``call``/``args`` timed,
 ``before()`` untimed before the barriers, ``check()`` untimed after the timer, ``rows``
 the ranks whose times make the repetition's value, ``scale`` applied to them, ``record``).
-``harness.bench`` uses it in place of the allreduce call and the allreduce reference; the
+``harness.measure.bench`` uses it in place of the allreduce call and the allreduce reference; the
 stopping rule, warm-up, budget, journal and provenance are the same.
 
 Test-only knob: the parameter ``corrupt: 1`` makes the high rank of every pair flip one byte
@@ -30,6 +30,9 @@ import os
 
 import numpy as np
 
+from .. import verify
+from ..layout import parse
+from ..layout import resolve as layout_of
 from .registry import register
 
 FAMILY = "p2p-bench"
@@ -84,8 +87,6 @@ def check(algorithm: str, params, procs: int | None = None, timing: str = "perca
                          f"got {unknown[0]}={p[unknown[0]]!r}")
     k = pairs_of(p)
     if "layout" in p or "ppn" in p:
-        from ..layout import parse
-
         parse(p)
     if procs is None:
         return
@@ -163,8 +164,6 @@ def pair_level(layout, where: list, lo: int, hi: int) -> str:
 class PingPong(Body):
     def __init__(self, comm, cell, ctx, send, recv):
         from mpi4py import MPI
-
-        from ..layout import resolve as layout_of
 
         procs, rank = comm.Get_size(), comm.Get_rank()
         check(cell.algorithm, cell.params, procs, cell.timing, cell.delay)
@@ -264,8 +263,6 @@ def _reduce_local_bench(comm, cell, ctx, send, recv):
     """``recv = send op recv`` on this rank: ``recv`` is reset to a second operand (the next
     rank's contribution) before each repetition; the result is compared with numpy's."""
     from mpi4py import MPI
-
-    from .. import verify
 
     check(cell.algorithm, cell.params, comm.Get_size(), cell.timing, cell.delay)
     rank = comm.Get_rank()

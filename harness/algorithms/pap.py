@@ -5,7 +5,7 @@ Both take the ranks' arrival times from ``ctx.scratch["arrival"]``: a sequence o
 (seconds, any common origin, indexed by rank) that every rank holds identically. The bench
 puts it there before each call, outside the timed region: the injected delays (knowledge
 ``oracle``) or the monitor thread's exchanged estimates (knowledge ``online``, see
-``harness.arrival``). Without it every rank is taken to arrive at once, and SLT/PRR run as
+``harness.measure.arrival``). Without it every rank is taken to arrive at once, and SLT/PRR run as
 the plain linear tree / ring in rank order.
 
 New ids: the ranks sorted by arrival time, earliest first, ties by rank (``arrival_order``).
@@ -62,8 +62,8 @@ import time
 import numpy as np
 
 from ..units import parse_time
+from .p2p import cached, ring_blocks, scratch_array, trivial_call
 from .registry import register
-from .p2p import cached, scratch_array, ring_blocks, trivial_call
 
 FAMILY = "pap"
 TAG_SLT_REDUCE, TAG_SLT_OVERRIDE = 2101, 2102

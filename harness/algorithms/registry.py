@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from .native import native_allreduce
+
 REGISTRY: dict[str, "Algorithm"] = {}
 
 
@@ -68,7 +70,6 @@ def harness_names() -> list[str]:
 
 def resolve(name: str) -> Callable:
     """The callable behind ``name``: the native allreduce for ``native:*``, else the registry's."""
-    from .native import native_allreduce
 
     if name.startswith("native:"):
         return native_allreduce

@@ -41,7 +41,11 @@ import time
 
 import numpy as np
 
-from .registry import REGISTRY, register
+from .. import mpit, paths, verify
+from ..libraries import get_library
+from ..units import format_size, parse_size
+from .native import native_allreduce
+from .registry import REGISTRY, Context, register
 
 
 def _max():
@@ -58,14 +62,10 @@ MODEL_TO_HARNESS = {"linear": "linear", "nono": "nonoverlapping", "rd": "recursi
 
 def _sub_algorithm(name: str, comm):
     """(allreduce function, communicator to call it on, forcing mechanism) for one dimension."""
-    from .native import native_allreduce
 
     if name == "native":
         return native_allreduce, comm, "launch-env"
     if name.startswith("native:"):
-        from .. import mpit
-        from ..libraries import get_library
-
         lib = mpit.running_library()
         env = get_library(lib).native(name).env  # KeyError lists the valid names
         if mpit.launch_forces(env):
@@ -101,8 +101,7 @@ def model_params(params: dict):
     import json
     from pathlib import Path
 
-    from .. import paths
-    from ..models import Params
+    from ..models import Params  # lazily: every rank imports this module
 
     value = str(params.get("model", "paper"))
     if value == "paper":
@@ -141,11 +140,11 @@ def model_params(params: dict):
 def choose(procs: int, nbytes: int, params: dict) -> tuple[int, int, str, str, dict]:
     """(P_r, P_c, row algorithm, column algorithm, the model's view for the record) for
     ``procs`` processes and ``nbytes``."""
+    from ..models import decide_suara2  # lazily: every rank imports this module
+
     grid = str(params.get("grid", "auto"))
     info: dict = {}
     if grid in ("auto", "best-grid"):
-        from ..models import decide_suara2
-
         mp, info = model_params(params)
         a_r, a_c, pr, pc, predicted, fallback = decide_suara2(
             procs, nbytes, mp, grids_only=grid == "best-grid")
@@ -182,8 +181,7 @@ def small_rule(procs: int, nbytes: int, params: dict):
     SUARA2 Open MPI wrapper invokes the best native Open MPI algorithm"): with
     ``small=native-best`` and ``nbytes <= small_max``, ``(native:<name>, record fields)`` of the
     model's best single algorithm on all ``procs`` processes; else None."""
-    from ..models import best_single
-    from ..units import format_size, parse_size
+    from ..models import best_single  # lazily: every rank imports this module
 
     small = str(params.get("small", "off"))
     if small not in ("off", "native-best"):
@@ -231,7 +229,7 @@ def grid_comms(ctx, comm, dims: tuple) -> tuple[list, float]:
 def _cache(ctx, comm) -> dict:
     """Where the splits of ``comm`` are kept: the process-wide ``_COMMS`` for a real
     communicator; the cell's ``ctx`` for a wrapper such as the counting communicator
-    (``harness/counting.py``), made anew for every count and sharing the real one's handle."""
+    (``harness/measure/counting.py``), made anew for every count and sharing the real one's handle."""
     from mpi4py import MPI
 
     return _COMMS if isinstance(comm, MPI.Comm) else ctx.scratch
@@ -252,9 +250,6 @@ def prepare(comm, sendbuf, recvbuf, op, ctx):
     key = ("suara2", comm.py2f(), recvbuf.size, recvbuf.dtype.str)
     plan = ctx.scratch.get(key)
     if plan is None:
-        from .. import verify
-        from .registry import Context
-
         sub_params = {k: v for k, v in ctx.params.items()
                       if k not in ("grid", "row", "col", "subs", "model", "small", "small_max")}
         small = small_rule(comm.Get_size(), recvbuf.nbytes, ctx.params)
@@ -306,10 +301,10 @@ suara2.prepare = prepare
 
 def choose_levels(procs: int, nbytes: int, params: dict) -> tuple[tuple[int, ...], tuple[str, ...]]:
     """(dimensions, sub-allreduce per dimension) of SUARA-L."""
+    from ..models import select_suara_l  # lazily: every rank imports this module
+
     grid = str(params.get("grid", "auto"))
     if grid == "auto":
-        from ..models import select_suara_l
-
         levels = int(params.get("levels", 3))
         if levels < 2:
             raise ValueError(f"suara_l: levels must be >= 2, got {levels}")
@@ -337,9 +332,6 @@ def prepare_levels(comm, sendbuf, recvbuf, op, ctx):
     key = ("suara_l", comm.py2f(), recvbuf.size, recvbuf.dtype.str)
     plan = ctx.scratch.get(key)
     if plan is None:
-        from .. import verify
-        from .registry import Context
-
         dims, names = choose_levels(comm.Get_size(), recvbuf.nbytes, ctx.params)
         comms, split = grid_comms(ctx, comm, dims)
         sub_params = {k: v for k, v in ctx.params.items()
@@ -382,10 +374,10 @@ def choose_three(procs: int, params: dict) -> tuple[int, int]:
     whose P_c is nearest sqrt(P) on a log scale (the smaller P_c on a tie), or ``1 x P`` when
     P has none (prime P: reduce-scatter + allgather over everyone, the 2-step decomposition);
     ``<P_r>x<P_c>`` is taken as given."""
+    from ..models import divisors  # lazily: every rank imports this module
+
     grid = str(params.get("grid", "auto"))
     if grid in ("auto", "best-grid"):
-        from ..models import divisors
-
         proper = [d for d in divisors(procs) if 1 < d < procs]
         if not proper:
             return 1, procs
@@ -407,9 +399,6 @@ def prepare_three(comm, sendbuf, recvbuf, op, ctx):
     plan = ctx.scratch.get(key)
     if plan is None:
         from mpi4py import MPI
-
-        from .. import verify
-        from .registry import Context
 
         pr, pc = choose_three(comm.Get_size(), ctx.params)
         (col, row), split = grid_comms(ctx, comm, (pr, pc))  # rows: P_c processes each

@@ -7,7 +7,7 @@ This module builds the top-level parser and dispatches; each command group adds 
 subparsers next to its handlers (``register(sub)``): ``run.py`` (``run``, a campaign's cell
 with ``--cell``), ``campaign.py`` (``plan``, ``exec``), ``models.py`` (``model``, ``fit``),
 ``store.py`` (``status``, ``check``, ``retry``), ``tune.py`` (``tune``), ``installation.py``
-(``algorithms``, ``install``, ``doctor``), ``harness/dnn/commands.py`` (``dnn``). Shared
+(``algorithms``, ``install``, ``doctor``), ``dnn.py`` (``dnn``). Shared
 argument types and the campaign loading are ``args.py``.
 """
 
@@ -17,12 +17,11 @@ import argparse
 import sys
 
 from .. import __version__
-from ..dnn import commands as dnn_commands
-from . import campaign, installation, models, run, store, tune
+from . import campaign, dnn, installation, models, run, store, tune
 from .args import OneLineErrorParser
 
 # in the order `harness --help` lists the commands
-COMMAND_GROUPS = (run, campaign, models, store, tune, installation, dnn_commands)
+COMMAND_GROUPS = (run, campaign, models, store, tune, installation, dnn)
 
 
 def build_parser() -> argparse.ArgumentParser:

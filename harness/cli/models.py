@@ -9,7 +9,13 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from .. import fileio, models, paths, results
+from .. import (
+    fileio,
+    models,
+    netparams,  # imports pandas and pyarrow: only when a fit is made
+    paths,
+    results,
+)
 from ..models import maxrate
 from ..units import format_size, format_time, parse_size
 from .args import OneLineErrorParser, int_at_least, positive_float, typed
@@ -233,7 +239,6 @@ def cmd_fit(args, parser) -> int:
     """Fit the Table 1 models (native allreduce cells) and the ping-pong and max-rate
     parameters (pingpong, reduce_local cells) to a campaign's summary; write them as one JSON
     file (harness/netparams.py)."""
-    from .. import netparams  # imports pandas and pyarrow: only when a fit is made
 
     store = results.CampaignStore(paths.results_root(), args.campaign)
     if not store.summary.is_file():

@@ -10,12 +10,12 @@ import sys
 
 from .. import cells, layout, libraries, paths, plan, rerun, results, runner, stats
 from ..algorithms import harness_names, load_plugin
+from ..cells import Cell, Run
 from ..config import OVERSUBSCRIBE_FACTOR, too_many_ranks
 from ..delays import DELAY_MODES, SYNC_MODES
 from ..dnn import workload
 from ..memory import too_big
 from ..plan import launch_env
-from ..cells import Cell, Run
 from ..units import format_size, format_time, parse_size, parse_time
 from ..verify import DTYPES, OPS
 from .args import int_at_least, load_campaign, positive_float, probability, typed
@@ -274,7 +274,7 @@ def _print_row(r, store) -> None:
 
 
 def _print_counts(r) -> None:
-    """The node layout and message counts of the record (harness/counting.py), if any."""
+    """The node layout and message counts of the record (harness/measure/counting.py), if any."""
     try:
         rec = json.loads(r["record"]) if isinstance(r["record"], str) else {}
     except ValueError:

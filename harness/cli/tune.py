@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
-from .. import paths
+from .. import (
+    paths,
+    tune,  # imports pandas and pyarrow: only when tuning
+    tune_verify,  # imports pandas and pyarrow, as tune does
+)
 from .args import campaign_args, load_campaign
 
 
@@ -31,7 +35,6 @@ def register(sub) -> None:
 
 def cmd_tune(args, parser) -> int:
     """Each library's decision table and tuning files; with --verify, the fresh launches."""
-    from .. import tune  # imports pandas and pyarrow: only when tuning
 
     try:
         docs = tune.tune(paths.results_root(), args.campaign)
@@ -39,7 +42,6 @@ def cmd_tune(args, parser) -> int:
         parser.error(str(exc))
     if not args.verify:
         return 0
-    from .. import tune_verify  # imports pandas and pyarrow, as tune does
     from ..report.tuned import make_tuned  # imports matplotlib: only when verifying
 
     campaign = load_campaign(args.configfile, args.campaign, parser, "campaign")

@@ -9,6 +9,8 @@ import time
 
 import numpy as np
 
+from . import traces
+
 
 def iteration_times(model: str, batch: int, iterations: int = 3, warmup: int = 1,
                     threads: int = 1, seed: int = 0) -> list[float]:
@@ -16,7 +18,7 @@ def iteration_times(model: str, batch: int, iterations: int = 3, warmup: int = 1
     on random input of its dataset's shape, after ``warmup`` untimed ones."""
     import torch
 
-    from . import models, traces
+    from . import models  # torch
 
     if batch < 1 or iterations < 1 or warmup < 0:
         raise ValueError(f"batch, iterations: expected >= 1 (warmup >= 0), got {batch}, "

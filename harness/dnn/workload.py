@@ -24,6 +24,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from . import fusion, traces
+
 KEY = "workload"
 # parameters of a workload cell and their defaults; the measurement reads the first three
 DEFAULTS = {"fusion": "ddp", "precision": "fp32", "batch": 32, "iteration_compute": 0.0}
@@ -35,7 +37,6 @@ def is_workload(params) -> bool:
 
 def check(params) -> None:
     """ValueError naming the parameter whose value is not a model, policy or precision."""
-    from . import fusion, traces
 
     p = dict(params)
     if p.get(KEY) not in traces.MODELS:
@@ -51,8 +52,6 @@ def check(params) -> None:
 
 @lru_cache(maxsize=None)
 def _counts(model: str, policy: str, precision: str, itemsize: int) -> tuple:
-    from . import fusion, traces
-
     calls = fusion.calls(traces.load(model).numels, policy, precision)
     return tuple(-(-b // itemsize) for b in calls)
 

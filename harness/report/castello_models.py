@@ -66,8 +66,9 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 
 from .. import models, netparams
-from ..models import maxrate
 from ..fileio import atomic_write_text
+from ..libraries import get_library
+from ..models import maxrate
 from . import style, tables
 
 ALGORITHMS = ("RDB", "RSA", "LIN", "RNG", "SRG")
@@ -134,8 +135,6 @@ def _mibs(m, t):
 
 def _segment_size(library: str) -> float:
     try:
-        from ..libraries import get_library
-
         env = get_library(library).native("native:segmented_ring").env
         return float(env.get(SEGMENT_ENV, 65536)) or 65536.0
     except (KeyError, ValueError, OSError):

@@ -37,7 +37,6 @@ import pandas as pd
 from ..fileio import atomic_write_text
 from . import style, tables
 from .figures import size_ticks, throughput_points, context_label
-from .pap import _PLAIN
 from .workload import LIB_COLOURS, grouped_bars
 
 REFERENCE = "impi"
@@ -283,7 +282,7 @@ def figure_normalised(t: pd.DataFrame, base) -> list[Path]:
         values = values[np.isfinite(values) & (values > 0)]
         if len(values) and values.max() / values.min() > 8:  # ratios far apart: log axis
             ax.set_yscale("log")
-            ax.yaxis.set_major_formatter(_PLAIN)
+            ax.yaxis.set_major_formatter(style.PLAIN_TICKS)
         ax.set_xlabel("Message size (bytes per rank)")
         ax.set_ylabel(f"{ref} AUTO time / time (> 1: faster)")
         ax.set_title(ptitle)

@@ -2,7 +2,7 @@
 ``summary.csv`` alone.
 
 Rows used: the harness algorithms ``recursive_doubling`` (RD), ``smp`` and ``nap`` whose record
-carries a node layout (``harness.layout``, ``harness.counting``); one library (the first in
+carries a node layout (``harness.layout``, ``harness.measure.counting``); one library (the first in
 the usual order when several are present) and one dtype/op/delay (the most frequent). Cells
 are told apart by processes per node (``ppn``, from the record), P and size.
 
@@ -46,8 +46,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..results import TIMED, row_json
 from ..fileio import atomic_write_text
+from ..models import maxrate
+from ..netparams import load_maxrate
+from ..results import TIMED, row_json
 from . import style, tables
 
 ALGORITHMS = ("recursive_doubling", "smp", "nap")
@@ -501,7 +503,6 @@ def model_figure(path, params=None, ppn: int = 16, procs: int = 32768) -> list[P
     the paper's Figs. 10-11: cost vs P for one double per process (P = ppn, 2 ppn, ... up to
     ``procs``) and cost vs size at ``procs``, ``ppn`` processes per node; default parameters
     unless ``params`` (a ``MaxRateParams``) is given."""
-    from ..models import maxrate
 
     style.setup()
     p = params or maxrate.MaxRateParams.defaults()
@@ -660,7 +661,6 @@ def make_all(summary_csv, tables_dir, figures_dir) -> list[Path]:
 def fitted_params(summary_csv):
     """The max-rate parameters ``harness fit`` wrote beside the summary
     (``model_params.json``, its ``maxrate`` section), else None (the defaults)."""
-    from ..netparams import load_maxrate
 
     return load_maxrate(Path(summary_csv).parent / "model_params.json")
 

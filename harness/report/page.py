@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import base64
 import html
-
 from pathlib import Path
 
 import pandas as pd
 
 from ..fileio import atomic_write_text, read_json
+from ..results import oversubscribed
 
 # name -> (paper, what it reproduces, how to read it); the order is the page's order
 OUTPUTS = {
@@ -199,7 +199,6 @@ def _provenance(store) -> tuple[list[dict], bool]:
         except ValueError:
             continue
         docs.append(doc)
-    from ..results import oversubscribed
 
     over = any(oversubscribed(d.get("provenance") or {}) for d in docs)
     return docs, over

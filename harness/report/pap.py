@@ -2,7 +2,7 @@
 campaign's ``summary.csv`` alone.
 
 PAP cells are the rows whose ``params`` carry ``compute`` (the benchmark's compute phase,
-``harness.arrival``); the ring among them is the reference. An algorithm's label is its name,
+``harness.measure.arrival``); the ring among them is the reference. An algorithm's label is its name,
 with the arrival knowledge in brackets when it is not the default oracle (``prr (online)``).
 The max-delay-0 column is the delay-mode ``none`` cell, shared by every delay mode. Only
 cells with a time (status ok / not-converged) are used; ``†`` marks not converged ones.
@@ -40,8 +40,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..results import row_json
 from ..fileio import atomic_write_text
+from ..results import row_json
 from . import style, tables
 
 REFERENCE = "ring"
@@ -403,7 +403,6 @@ def _color(label: str) -> str:
     return COLORS.get(label) or style.color(label)
 
 
-_PLAIN = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
 
 
 def _series(ax, g: pd.DataFrame, x: str, xscale=lambda v: v):
@@ -489,7 +488,7 @@ def fig10(df: pd.DataFrame, path_without_ext) -> list[Path]:
             if len(delays) > 2 and delays[-1] / max(delays[1], 1e-9) > 20:
                 ax.set_xscale("symlog", linthresh=max(delays[1], 1e-6) * 1e3)
                 ax.set_xticks([m * 1e3 for m in delays])
-                ax.xaxis.set_major_formatter(_PLAIN)
+                ax.xaxis.set_major_formatter(style.PLAIN_TICKS)
                 ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     _legend(fig, axes)
     return style.save(fig, path_without_ext)

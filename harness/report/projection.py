@@ -54,9 +54,10 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
 from .. import models, paths
-from ..models import maxrate
 from ..fileio import atomic_write_text
+from ..models import maxrate
 from . import style, tables
+from .node_aware import load
 
 MAX_PROCS = 16384
 PPN = 16
@@ -328,7 +329,6 @@ def measured_node_aware(summary_csv) -> dict[int, Region]:
     ``recursive_doubling``, ``smp``, ``nap``; ppn from the record or the ``ppn`` parameter)."""
     if summary_csv is None or not Path(summary_csv).is_file():
         return {}
-    from .node_aware import load
 
     d = load(summary_csv)
     if d.empty:

@@ -1,5 +1,5 @@
 """Table 5 of Proficz 2018 (distributed SGD of the CNN, Sect. 6) from the executions of one
-``sgd:`` experiment (``harness.dnn.sgd``), and the training loss figure.
+``sgd:`` experiment (``harness.measure.sgd``), and the training loss figure.
 
 - ``table5(docs)``: per algorithm the all-reduce average elapsed time (the mean over the
   executions of each execution's mean over iterations of the mean over ranks) with its 95 %

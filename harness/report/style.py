@@ -20,6 +20,7 @@ from pathlib import Path
 
 import matplotlib
 import matplotlib.colors
+import matplotlib.ticker
 
 from ..analysis.best import AUTO
 from ..libraries import library_sort_key  # noqa: F401  (the reports sort by it)
@@ -171,6 +172,10 @@ def setup() -> None:
         "ps.fonttype": 42,
         "svg.fonttype": "none",
     })
+
+
+# tick labels as plain numbers (2, 4, 8 ... rather than 10^0.3): for axes of P and speedups
+PLAIN_TICKS = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
 
 
 def save(fig, path_without_ext) -> list[Path]:

@@ -1,5 +1,5 @@
 # Stage 7: distributed SGD of the PAP paper's CNN (config key `sgd:`), trained for real with
-# the harness's allreduce algorithms, and its Table 5 (harness/dnn/sgd.py, docs/sgd.md).
+# the harness's allreduce algorithms, and its Table 5 (harness/sgd_stage.py, harness/measure/sgd.py, docs/sgd.md).
 #
 #   sgd_jobscript  (local)  results/<c>/sgd/<exp>/jobs/<alg>-<k>.{json,sh}: spec + job script
 #   sgd_train               results/<c>/sgd/<exp>/<alg>-<k>.json: one MPI launch (mpiexec, or
@@ -7,14 +7,14 @@
 #   report_sgd     (local)  results/<c>/tables/sgd_<exp>.{md,tex,csv}, figures/<c>/sgd_<exp>_loss.*
 #
 # The executions of an experiment run one after another in the interleaved order
-# ring slt prr prr slt ring ring ... (harness.dnn.sgd.launch_order): each one's input is the
+# ring slt prr prr slt ring ring ... (harness.sgd_stage.launch_order): each one's input is the
 # document of the one before it. A failed or wrong execution stops its experiment's chain;
 # the finished ones are kept and a rerun continues after them.
 import json
 import sys
 
-from harness.dnn.sgd import execution_name as _sgd_name
-from harness.dnn.sgd import launch_order as _sgd_order
+from harness.sgd_stage import execution_name as _sgd_name
+from harness.sgd_stage import launch_order as _sgd_order
 
 SGD = CAMPAIGN.cfg.sgd or {}  # checked with the config (harness.config.sgd_experiment)
 
@@ -55,7 +55,7 @@ rule sgd_jobscript:
                                        CAMPAIGN.cfg.libraries.get(SGD[w.experiment]["library"])],
                                       sort_keys=True, default=str),
     run:
-        from harness.dnn.sgd import write_launch
+        from harness.sgd_stage import write_launch
 
         write_launch(CAMPAIGN.cfg, wildcards.experiment, wildcards.algorithm, int(wildcards.k), RES)
 
@@ -83,7 +83,7 @@ rule sgd_train:
         cpus_per_task=1,
         runtime=CAMPAIGN.walltime_minutes(),
     shell:
-        "{params.python:q} -m harness.dnn.sgd --execute {input.spec:q} --timeout {params.walltime}"
+        "{params.python:q} -m harness.sgd_stage --execute {input.spec:q} --timeout {params.walltime}"
 
 
 rule report_sgd:

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .algorithms import Context
+from ..algorithms import Context
+from ..layout import resolve
 
 # index of each tally in the per-rank vector
 FIELDS = ("intra_msgs", "inter_msgs", "intra_bytes", "inter_bytes",
@@ -215,7 +216,6 @@ def record_counts(comm, cell, fn, sendbuf, recvbuf, op, record) -> dict | None:
     rank calls it with the same cell). Cells that ``wants_counts`` refuses keep ``record``."""
     if not wants_counts(cell, fn):
         return record
-    from .layout import resolve
 
     params = dict(cell.params)
     lay = resolve(comm, params)

@@ -13,7 +13,10 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from . import traces
+from .. import paths
+from ..dnn import traces
+from ..dnn.compute import iteration_times
+from ..units import format_time
 
 __all__ = ["register", "cmd_traces"]
 
@@ -47,7 +50,6 @@ def _models(text: str) -> list[str]:
 
 def register(subparsers) -> argparse.ArgumentParser:
     """Add ``dnn`` (and ``dnn traces``) to ``subparsers``; returns the ``dnn`` parser."""
-    from .. import paths
 
     p = subparsers.add_parser(
         "dnn", help="deep-learning workloads: gradient traces of real CNNs (Castelló et al. Fig. 7)",
@@ -103,8 +105,6 @@ def cmd_compute(args, parser=None) -> int:
         print("harness dnn compute: needs PyTorch, which is not installed; "
               "pip install -e '.[dnn]'", file=sys.stderr)
         return 2
-    from ..units import format_time
-    from .compute import iteration_times
 
     print(f"{'model':<11} {'batch':>5} {'median':>10} {'min':>10} {'images/s':>9}   "
           f"(forward + backward + SGD step, {args.threads} thread(s), {args.iterations} "

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .units import parse_time
+from ..units import parse_time
 
 KNOWLEDGE = ("none", "oracle", "online")
 DEFAULT_EDGE = 0.5
@@ -104,7 +104,7 @@ class Monitor:
     communicator (collective, like the constructor). With ``poll`` (seconds) the exchange is
     a nonblocking ``Iallgather`` tested every ``poll`` seconds, so the waiting thread yields
     its core instead of busy-polling inside the library (the SGD training's compute shares
-    it, ``harness.dnn.sgd``)."""
+    it, ``harness.measure.sgd``)."""
 
     def __init__(self, comm, clock, poll: float | None = None):
         from mpi4py import MPI

@@ -1,6 +1,6 @@
 """Distributed SGD of the PAP paper's CNN, trained for real (Proficz 2018, Sect. 6, Table 5).
 
-``<launcher> python -m harness.dnn.sgd <spec.json>`` trains ``harness.dnn.cnn.PapCNN`` on P
+``<launcher> python -m harness.measure.sgd <spec.json>`` trains ``harness.dnn.cnn.PapCNN`` on P
 ranks, one execution of one algorithm (docs/sgd.md). Per iteration every rank
 
 1. tells its arrival monitor (SLT, PRR) that the iteration's compute begins;
@@ -34,17 +34,12 @@ after training.
 
 Output (rank 0, atomically): ``spec["output"]``, see ``_document``.
 
-``python -m harness.dnn.sgd --execute <spec.json> [--timeout S]`` is what the workflow's
-rule ``sgd_train`` runs: the job script of that spec (``<launcher> python -m harness.dnn.sgd
-<spec.json>``) with a wall-time limit, checking that the execution wrote its document.
+The executions' specs, job scripts and launches: ``harness/sgd_stage.py``.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -52,99 +47,14 @@ from pathlib import Path
 import numpy as np
 
 from .. import fileio, results
-from ..turns import launch_turn
+from ..algorithms import Context, load_plugin, resolve
+from .arrival import Monitor
+from .bench import init_mpi, launch_provenance
 
-# The paper's Table 5 (Proficz 2018): all-reduce average elapsed time (ms) and training total
-# time (ms), 16 nodes, 1 Gbps Ethernet, 128 executions of 390 iterations per algorithm.
-PAPER_TABLE5 = {
-    "ring": {"allreduce_ms": 35.7, "allreduce_speedup": 1.000, "total_ms": 81_900, "total_speedup": 1.000},
-    "slt": {"allreduce_ms": 33.1, "allreduce_speedup": 1.079, "total_ms": 78_768, "total_speedup": 1.040},
-    "prr": {"allreduce_ms": 31.9, "allreduce_speedup": 1.121, "total_ms": 78_604, "total_speedup": 1.042},
-}
 PAPER_EDGE = 0.44  # the paper: edge() before the last layer, at about 44 % of the compute
 EDGE_WINDOW = 20  # iterations of measured fractions the ``auto`` edge takes the median of
 CHECK_RTOL = 1e-5  # reference check of the sum against MPI_Allreduce (P > 2: order differs)
 WRONG = 4  # exit status of a training whose averaged parameters were wrong
-
-
-# ------------------------------------------------------------------------------ the launches
-
-def launch_order(exp: dict) -> list[tuple[str, int]]:
-    """(algorithm, execution index) in the order the executions run: the algorithms
-    interleaved, every other round reversed (ring slt prr prr slt ring ring ...), so that no
-    algorithm always runs first or last (drift on the machine spreads over all of them)."""
-    order = []
-    for k in range(exp["executions"]):
-        algs = list(exp["algorithms"])
-        order += [(a, k) for a in (algs if k % 2 == 0 else algs[::-1])]
-    return order
-
-
-def execution_name(algorithm: str, k: int) -> str:
-    return f"{algorithm}-{k}"
-
-
-def write_launch(cfg, name: str, algorithm: str, k: int, res_dir) -> tuple[Path, Path]:
-    """Write the spec (``jobs/<alg>-<k>.json``) and job script (``jobs/<alg>-<k>.sh``) of one
-    execution of experiment ``name`` under ``<res_dir>/sgd/<name>/``; returns both paths."""
-    from ..plan import library_for
-    from ..runner import git_commit, job_script
-
-    exp = cfg.sgd[name]
-    base = Path(res_dir) / "sgd" / name
-    stem = execution_name(algorithm, k)
-    spec_path, script_path = base / "jobs" / f"{stem}.json", base / "jobs" / f"{stem}.sh"
-    lib = library_for(cfg, exp["library"])
-    spec = {
-        "kind": "sgd", "campaign": cfg.campaign, "experiment": name, "algorithm": algorithm,
-        "execution": k, "library": exp["library"], "procs": exp["procs"], "nodes": exp["nodes"],
-        "experiment_settings": {k2: v for k2, v in exp.items() if k2 != "enabled"},
-        "output": str(base / f"{stem}.json"), "jobscript": str(script_path),
-        "git_commit": git_commit(), "config_hash": cfg.digest,
-        "plugins": [str(x) for x in cfg.plugins],
-    }
-    script = job_script(
-        lib, exp["procs"], exp["nodes"], lib.run_env(), "harness.dnn.sgd", spec_path,
-        title=(f"SGD execution {stem} of experiment {name} in campaign {cfg.campaign}: library "
-               f"{exp['library']}, P={exp['procs']} (harness/dnn/sgd.py)."),
-        rerun="the workflow's rule sgd_train runs it (harness.dnn.sgd --execute)")
-    fileio.write_json(spec_path, spec)
-    fileio.atomic_write_text(script_path, script)
-    script_path.chmod(0o755)
-    return spec_path, script_path
-
-
-def execute(spec_path, timeout: float | None = None) -> int:
-    """Run the job script of one execution with a wall-time limit; 0 when it wrote its
-    document. The launch runs in its own process group, killed whole past the limit."""
-    spec = fileio.read_json(spec_path)
-    out = Path(spec["output"])
-    if out.exists():
-        out.unlink()  # a document from an earlier attempt must not pass for this one
-    name = f"{spec['experiment']} {execution_name(spec['algorithm'], spec['execution'])}"
-    with launch_turn(f"harness.dnn.sgd: {name}"):
-        proc = subprocess.Popen(["bash", spec["jobscript"]], start_new_session=True)
-        try:
-            rc = proc.wait(timeout=timeout)
-        except (subprocess.TimeoutExpired, KeyboardInterrupt) as exc:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            print(f"harness.dnn.sgd: {name}: past its wall-time limit of {timeout:g} s; killed",
-                  file=sys.stderr)
-            return 124
-    if rc != 0:
-        what = "its parameters were wrong" if rc == WRONG else f"the launch exited with status {rc}"
-        print(f"harness.dnn.sgd: {name}: {what}", file=sys.stderr)
-        return rc
-    if not out.is_file():
-        print(f"harness.dnn.sgd: the launch exited 0 but wrote no {out}", file=sys.stderr)
-        return 1
-    return 0
 
 
 # ------------------------------------------------------------------------------ the data
@@ -153,7 +63,7 @@ def templates(seed: int):
     """The 10 class templates (10×3×32×32 float32 torch tensor), fixed by ``seed``."""
     import torch
 
-    from .cnn import CLASSES, IMAGE_SHAPE
+    from ..dnn.cnn import CLASSES, IMAGE_SHAPE
 
     rng = np.random.default_rng([seed, 0xC1FA])
     coarse = torch.from_numpy(rng.standard_normal((CLASSES, IMAGE_SHAPE[0], 8, 8)).astype(np.float32))
@@ -212,13 +122,10 @@ def _flat_parameters(model):
 
 def train(spec: dict) -> int:
     """One execution under MPI (every rank); 0, or WRONG when the parameters differ."""
-    from ..bench import launch_provenance, init_mpi
-
     MPI = init_mpi("multiple")  # the monitor thread of SLT/PRR; the same level for the ring
     import torch
 
-    from ..algorithms import Context, load_plugin, resolve
-    from .cnn import PapCNN, parameter_count
+    from ..dnn.cnn import PapCNN, parameter_count
 
     torch.set_num_threads(1)
     for plugin in spec.get("plugins", []):
@@ -228,7 +135,7 @@ def train(spec: dict) -> int:
     s = spec["experiment_settings"]
     if size != spec["procs"]:
         if rank == 0:
-            print(f"harness.dnn.sgd: launched with {size} ranks, the spec needs {spec['procs']}",
+            print(f"harness.measure.sgd: launched with {size} ranks, the spec needs {spec['procs']}",
                   file=sys.stderr)
         return 3
     started = results.now()
@@ -274,7 +181,6 @@ def train(spec: dict) -> int:
     # rank's while the main thread computes; with as many ranks as cores the spinning thread
     # took half its own rank's core (measured: the early rank's edge fraction fell from 0.44
     # to 0.32)
-    from ..arrival import Monitor
 
     monitor = Monitor(comm, clock, poll=MONITOR_POLL) if uses_arrival else None
     # one untimed call before training opens the connections the training's calls use (the
@@ -364,7 +270,7 @@ def train(spec: dict) -> int:
     if not all(every_same) or not all(every_ok):
         if rank == 0:
             bad = [r for r, v in enumerate(every_same) if not v]
-            print(f"harness.dnn.sgd: {algorithm}: WRONG RESULT: "
+            print(f"harness.measure.sgd: {algorithm}: WRONG RESULT: "
                   + (f"parameters differ from rank 0's on rank(s) {bad}; " if bad else "")
                   + (f"sum differs from MPI_Allreduce: {checks}" if not all(every_ok) else ""),
                   file=sys.stderr, flush=True)
@@ -448,18 +354,10 @@ def _document(spec, per_rank, size, count, stragglers, delay, test_loss, accurac
     }
 
 
-# ------------------------------------------------------------------------------ entry point
-
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m harness.dnn.sgd", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m harness.measure.sgd", description=__doc__.split("\n")[0])
     ap.add_argument("spec", help="an execution's spec (results/<c>/sgd/<experiment>/jobs/*.json)")
-    ap.add_argument("--execute", action="store_true",
-                    help="run the spec's job script (the launch) instead of training in this process")
-    ap.add_argument("--timeout", type=float, default=None, help="wall-time limit of --execute (s)")
-    args = ap.parse_args(argv)
-    if args.execute:
-        return execute(args.spec, args.timeout)
-    return train(fileio.read_json(args.spec))
+    return train(fileio.read_json(ap.parse_args(argv).spec))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """The measurement loop: the only place that times. Run under MPI as
-``python -m harness.bench <run spec.json>``.
+``python -m harness.measure.bench <run spec.json>``.
 
 Per cell: build buffers and the expected result, run the warm-up, then repeat
 {two barriers; compute phase with the cell's delays; time the call; verify} until the
@@ -21,14 +21,15 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__, fileio, results, stats, verify
-from .algorithms import Context, load_plugin, resolve
-from .algorithms.native import native_allreduce
+from .. import __version__, fileio, results, stats, verify
+from ..algorithms import Context, load_plugin, resolve
+from ..algorithms.native import native_allreduce
+from ..cells import THREAD_LEVELS, Cell
+from ..delays import compute_phase, delay_vector, wait_until
+from ..dnn import workload
+from ..libraries import get_library
 from .arrival import Monitor, pap_phase
-from .delays import compute_phase, delay_vector, wait_until
-from .dnn import workload
-from .libraries import get_library
-from .cells import THREAD_LEVELS, Cell
+from .counting import record_counts
 
 ENV_PREFIXES = ("OMPI_", "MPIR_CVAR_", "I_MPI_", "SLURM_", "MPI4PY_", "PMI_", "HYDRA_", "HARNESS_")
 METRICS = ("mean", "max", "min", "span")
@@ -89,7 +90,7 @@ class _Cell:
         self.offset = (time.time() - self.epoch) - self.wtime()
         hosts = comm.allgather(MPI.Get_processor_name())
         self.common_clock = bool(comm.Get_attr(MPI.WTIME_IS_GLOBAL)) or len(set(hosts)) == 1
-        # the PAP benchmark's compute phase and arrival knowledge (harness.arrival); None for
+        # the PAP benchmark's compute phase and arrival knowledge (harness.measure.arrival); None for
         # every other cell, which is then measured exactly as without it
         self.pap = pap_phase(self.ctx.params, cell.max_delay, self.base,
                              bool(getattr(self.fn, "uses_arrival", False)), cell.algorithm)
@@ -408,7 +409,6 @@ def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None,
     elif m.body is not None:  # not an allreduce: what the body recorded (e.g. the pair level)
         record = dict(record or {}, **m.body.record)
     elif status in ("ok", "not-converged"):  # node layout + message counts: one untimed call
-        from .counting import record_counts
 
         record = record_counts(comm, cell, m.fn, m.send, m.recv, m.op, record)
     entry.update(sync="imb" if imb else m.sync,
@@ -474,8 +474,8 @@ def _record_knowledge(m: _Cell, errors: list) -> None:
 
 
 def launch_provenance(comm, spec: dict) -> dict:
-    from mpi4py import MPI
     import mpi4py
+    from mpi4py import MPI
 
     hosts = comm.gather(MPI.Get_processor_name(), root=0)
     # Slurm nodes can share a host name (several slurmd on one machine), so the node each
@@ -528,7 +528,7 @@ def _resume(spec: dict, rank: int):
     try:
         doc = fileio.read_json(progress)
     except ValueError as exc:
-        print(f"harness.bench: {progress}: unreadable ({type(exc).__name__}); the run is "
+        print(f"harness.measure.bench: {progress}: unreadable ({type(exc).__name__}); the run is "
               f"measured from its start", file=sys.stderr, flush=True)
         return None, []
     if not isinstance(doc, dict) or doc.get("run_id") != spec["run_id"] or doc.get("settings") != spec["settings"]:
@@ -545,7 +545,7 @@ def _resume(spec: dict, rank: int):
             table = pq.read_table(raw_path)
         except (OSError, ValueError, pa.ArrowException) as exc:
             # the repetitions of the finished cells are lost: they are measured again
-            print(f"harness.bench: {raw_path}: unreadable ({type(exc).__name__}); its "
+            print(f"harness.measure.bench: {raw_path}: unreadable ({type(exc).__name__}); its "
                   f"{len(done)} measured cell(s) are measured again", file=sys.stderr, flush=True)
             doc["cells"] = []
             return doc, []
@@ -566,7 +566,7 @@ def init_mpi(thread_level: str):
     wanted = levels[THREAD_LEVELS.index(thread_level)]
     if MPI.Query_thread() < wanted:
         if MPI.COMM_WORLD.Get_rank() == 0:
-            print(f"harness.bench: asked for thread level {thread_level}, the library provides "
+            print(f"harness.measure.bench: asked for thread level {thread_level}, the library provides "
                   f"{THREAD_LEVELS[levels.index(MPI.Query_thread())]}", file=sys.stderr)
         MPI.COMM_WORLD.Abort(3)
     return MPI
@@ -581,7 +581,7 @@ def run(spec_path: str) -> int:
     rank = comm.Get_rank()
     if comm.Get_size() != spec["procs"]:
         if rank == 0:
-            print(f"harness.bench: launched with {comm.Get_size()} ranks, the run needs "
+            print(f"harness.measure.bench: launched with {comm.Get_size()} ranks, the run needs "
                   f"{spec['procs']}", file=sys.stderr)
         return 3
     settings = spec["settings"]
@@ -638,7 +638,7 @@ def run(spec_path: str) -> int:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
-        print("usage: python -m harness.bench RUN_SPEC.json", file=sys.stderr)
+        print("usage: python -m harness.measure.bench RUN_SPEC.json", file=sys.stderr)
         return 2
     return run(argv[0])
 
