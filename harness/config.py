@@ -21,15 +21,12 @@ import yaml
 from . import paths
 from .algorithms import REGISTRY, load_plugin
 from .dnn.workload import DEFAULTS, KEY
+from .errors import ConfigError
 from .libraries import library_sort_key
 from .units import parse_size, parse_time
 
 SCHEMA_FILE = paths.REPO_ROOT / "workflow" / "schemas" / "experiments.schema.yaml"
 DEFAULT_CONFIG = paths.REPO_ROOT / "config" / "experiments.yaml"
-
-
-class ConfigError(ValueError):
-    """A mistake in the config; the message starts with the key path."""
 
 
 def _path(parts) -> str:

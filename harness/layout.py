@@ -22,11 +22,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from .errors import LayoutError
+
 LAYOUTS = ("real", "emulated")
-
-
-class LayoutError(ValueError):
-    """A layout parameter that cannot be used (names the key, the value and what was expected)."""
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Memory a cell needs on this machine, checked before a local launch (``harness run``).
 
 Each rank of a cell holds ``BUFFERS_PER_RANK`` buffers of the message size for the whole
-measurement (``harness.measure.bench._Cell``: the send buffer, the receive buffer and the expected
+measurement (``harness.measure.timing.TimedCell``: the send buffer, the receive buffer and the expected
 result it is verified against), so a cell of P ranks on one machine needs at least
 ``BUFFERS_PER_RANK * size * P`` bytes; the library's own scratch space comes on top.
 """
@@ -12,7 +12,7 @@ import os
 
 from .units import format_size
 
-BUFFERS_PER_RANK = 3  # send, receive, expected result (harness/measure/bench.py, _Cell.__init__)
+BUFFERS_PER_RANK = 3  # send, receive, expected result (harness/measure/timing.py, TimedCell.__init__)
 
 
 def cell_bytes(size: int, procs: int) -> int:

@@ -24,11 +24,9 @@ import os
 import re
 from functools import lru_cache
 
+from .errors import ForcingError
+
 MPI_T_ERR_INVALID_NAME = 73  # MPICH and Open MPI agree on this value
-
-
-class ForcingError(RuntimeError):
-    """The running library cannot force the asked algorithm on a communicator."""
 
 
 @lru_cache(maxsize=1)

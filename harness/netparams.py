@@ -59,16 +59,13 @@ import pandas as pd
 from . import models
 from .analysis.fit import fit_campaign
 from .dnn.workload import without
+from .errors import FitError
 from .fileio import write_json
 from .models import maxrate
 from .results import TIMED
 
 LEVELS = ("socket", "node", "network")
 PREFERRED_LIBRARY = "openmpi"
-
-
-class FitError(ValueError):
-    """A campaign (or part of it) from which the asked parameters cannot be fitted."""
 
 
 # --------------------------------------------------------------------------- rows

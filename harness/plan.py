@@ -8,8 +8,8 @@ import numpy as np
 from . import paths, tune
 from .algorithms import harness_names, p2p_bench
 from .cells import Cell, Run, resolve_thread_level
-from .config import ConfigError
 from .dnn import workload
+from .errors import ConfigError
 from .libraries import get_library
 
 

@@ -15,10 +15,7 @@ import difflib
 from dataclasses import replace
 
 from . import fileio, plan, results, runner
-
-
-class UnknownCell(ValueError):
-    pass
+from .errors import UnknownCell
 
 
 def find(runs, cell_id: str):

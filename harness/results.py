@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .algorithms import p2p_bench
 from .dnn import workload
+from .errors import StoreError
 from .fileio import atomic_write_text, read_json, write_json
 from .launches import LAUNCH_COLUMNS, bus_bandwidth, combine_frame
 from .stats import normality_p
@@ -160,10 +161,6 @@ def summary_rows(doc: dict, settings: dict | None = None,
             "finished": entry.get("finished"),
         })
     return rows
-
-
-class StoreError(Exception):
-    """A file of the results store that cannot be used; the message names it and the way out."""
 
 
 def _spec_of(store: CampaignStore, run_id: str) -> dict | None:

@@ -33,14 +33,11 @@ import pandas as pd
 from . import fileio, results
 from .analysis.auto_vs_best import auto_vs_best
 from .analysis.best import SELECTING
+from .errors import TuneError
 from .libraries import get_library
 from .tuning import Rule, Table
 
 ITEMSIZES = (1, 2, 4, 8)  # a rule must apply to calls of every common element size
-
-
-class TuneError(Exception):
-    """Bad input: one line for the user, exit 2."""
 
 
 def campaigns(root: Path) -> list[str]:

@@ -1,6 +1,8 @@
-"""No two modules of the harness import each other, directly or through a chain (function-level
-imports included): grimp's import graph of the package has no cycle. The layer contracts are
-import-linter's (.importlinter, `lint-imports` in CI); this is the module-level cycle check."""
+"""The package's shape: no two modules of the harness import each other, directly or through a
+chain (function-level imports included: grimp's import graph has no cycle); a function imports
+a harness module only for a stated reason (``LAZY``); no module uses another's ``_private``
+names; every module is under 500 lines. The layer contracts are import-linter's
+(.importlinter, `lint-imports` in CI)."""
 
 import grimp
 
@@ -128,3 +130,13 @@ def test_no_module_uses_another_modules_private_names():
                     and not node.attr.startswith("__")):
                 found.append(f"{path.name}:{node.lineno}: {node.value.id}.{node.attr}")
     assert found == [], found
+
+
+def test_every_module_is_under_500_lines():
+    """Modules stay small and single-purpose (docs/design.md, "Layout")."""
+    from pathlib import Path
+
+    base = Path(__file__).resolve().parent.parent / "harness"
+    sizes = {str(p.relative_to(base)): len(p.read_text().splitlines()) for p in base.rglob("*.py")}
+    assert len(sizes) > 50
+    assert {p: n for p, n in sizes.items() if n >= 500} == {}

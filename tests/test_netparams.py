@@ -10,6 +10,7 @@ import pytest
 from conftest import harness
 from harness import models, netparams
 from harness.models import maxrate
+from harness.report import castello_data as cd
 from harness.report import castello_models as cm
 from harness.results import SUMMARY_COLUMNS
 
@@ -158,25 +159,25 @@ def test_fit_cli_then_model_nap_uses_the_fitted_values(results_root, tmp_path):
 
 def test_table1_in_bytes_and_overlap_variants():
     a, b, g, m, p = 2e-6, 1e-10, 5e-11, 2**20, 4
-    L, B, A = cm.parts("RNG", p, m, a, b, g)
+    L, B, A = cd.parts("RNG", p, m, a, b, g)
     assert (L, B, A) == pytest.approx((6 * a, 2 * m * 0.75 * b, m * 0.75 * g))
-    L, B, A = cm.parts("SRG", p, m, a, b, g, segment=65536)  # s = 16 segments
+    L, B, A = cd.parts("SRG", p, m, a, b, g, segment=65536)  # s = 16 segments
     assert (L, B, A) == pytest.approx(((8 + 16 - 3) * a, ((4 + 16 - 2) * m / 16 + 3 * m / 4) * b,
                                        (4 + 16 - 2) * m / 16 * g))
-    for alg in cm.ALGORITHMS:
-        v = cm.variants(alg, 8, m, a, b, g)
+    for alg in cd.ALGORITHMS:
+        v = cd.variants(alg, 8, m, a, b, g)
         assert v["OVL"] <= v["THEO"] <= v["NOVL"]
-        L, B, A = cm.parts(alg, 8, m, a, b, g)
+        L, B, A = cd.parts(alg, 8, m, a, b, g)
         assert v["NOVL"] == pytest.approx(2 * L + 2 * B + A) and v["OVL"] == pytest.approx(L + max(B, A))
 
 
 def test_reports_written(tmp_path):
     rows = pingpong("openmpi", pairs=(1, 2)) + reduce_local("openmpi")
     for P in (2, 4):
-        for alg, nat in cm.NATIVE["openmpi"].items():
+        for alg, nat in cd.NATIVE["openmpi"].items():
             for s in (4096, 2**20, 2**24):
                 rows.append(dict(BASE, library="openmpi", algorithm=nat, procs=P, size=s,
-                                 mean=2 * cm.variants(alg, P, s, *LEVEL["network"], GAMMA)["THEO"],
+                                 mean=2 * cd.variants(alg, P, s, *LEVEL["network"], GAMMA)["THEO"],
                                  params="{}", record="{}"))
     summary = write(rows, tmp_path / "summary.csv")
     written = cm.make_all(summary, tmp_path / "tables", tmp_path / "fig")
@@ -198,7 +199,7 @@ def test_reports_written(tmp_path):
     assert (tmp_path / "f2" / "castello_fig2.png").exists()
     assert (tmp_path / "f2" / "castello_fig1.png").stat().st_size > 10_000  # paper's curves only
     # Fig. 1: RNG at p = 50, n = 16 MiB with the paper's alpha, beta, gamma, by hand
-    xs, ys = cm.fig1_curves(**cm.CASTELLO)["delta"]
+    xs, ys = cm.fig1_curves(**cd.CASTELLO)["delta"]
     n, a, b, g = 16 * 2**20, 2e-6, 1 / 11.77e9, 1 / 32e9
     want = n / (98 * a + 2 * n * 49 / 50 * b + n * 49 / 50 * g / 2) / 2**20  # delta = 2
     assert ys["RNG"][list(xs).index(2.0)] == pytest.approx(want)
@@ -239,9 +240,9 @@ def test_a_fit_with_zero_beta_draws_every_figure(tmp_path):
     (the fit clamps a negative slope): every Castelló figure and table is still written, and
     Fig. 1 says why this machine's curves are not drawn."""
     rows = pingpong("openmpi", pairs=(1, 2)) + reduce_local("openmpi")
-    for alg, nat in cm.NATIVE["openmpi"].items():
+    for alg, nat in cd.NATIVE["openmpi"].items():
         rows.append(dict(BASE, library="openmpi", algorithm=nat, procs=2, size=4096,
-                         mean=2 * cm.variants(alg, 2, 4096, *LEVEL["network"], GAMMA)["THEO"],
+                         mean=2 * cd.variants(alg, 2, 4096, *LEVEL["network"], GAMMA)["THEO"],
                          params="{}", record="{}"))
     summary = write(rows, tmp_path / "summary.csv")
     doc = netparams.fit_file(summary)

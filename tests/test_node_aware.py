@@ -19,7 +19,7 @@ import pytest
 from conftest import FAST, REPO, execute_run, fast_settings, harness, run_mpi
 from harness import layout
 from harness.algorithms import REGISTRY
-from harness.algorithms.node_aware import nap_groups, nap_step_pattern, nap_steps
+from harness.algorithms.node_aware_schedules import nap_groups, nap_step_pattern, nap_steps
 from harness.cells import Cell
 from mpi_check_support import THROTTLE, check_algorithms
 from requirements_support import require_mpi

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from conftest import HARNESS, REPO, execute_run, fast_settings
-from harness.report import node_aware
+from harness.report import node_aware, node_aware_data
 
 SIZES = (8, 2048, 65536)
 
@@ -51,9 +51,9 @@ def _summary(layout: str, natives: bool = True) -> pd.DataFrame:
 def test_native_smp_and_auto_in_the_times_table_and_figures(tmp_path):
     csv = tmp_path / "summary.csv"
     _summary("emulated").to_csv(csv, index=False)
-    d = node_aware.load(csv)
-    nat = node_aware.load_native(csv, like=d)
-    node_aware.write_times(node_aware.times_table(d, nat), tmp_path / "t" / "node_aware_times")
+    d = node_aware_data.load(csv)
+    nat = node_aware_data.load_native(csv, like=d)
+    node_aware.write_times(node_aware_data.times_table(d, nat), tmp_path / "t" / "node_aware_times")
     t = pd.read_csv(tmp_path / "t" / "node_aware_times.csv")
     for series in ("native:smp@mpich", "native:auto@mpich", "native:auto@openmpi",
                    "native:auto@impi"):
@@ -92,9 +92,9 @@ def test_native_smp_and_auto_in_the_times_table_and_figures(tmp_path):
 def test_real_layout_gives_nap_speedup_over_mpich_smp(tmp_path):
     csv = tmp_path / "summary.csv"
     _summary("real").to_csv(csv, index=False)
-    d = node_aware.load(csv)
-    nat = node_aware.load_native(csv, like=d)
-    t = node_aware.times_table(d, nat)
+    d = node_aware_data.load(csv)
+    nat = node_aware_data.load_native(csv, like=d)
+    t = node_aware_data.times_table(d, nat)
     # each ppn row takes the native cell of its own node count (P / ppn), not the other one
     for r in t.itertuples(index=False):
         assert r.native_nodes == r.n_nodes
@@ -108,8 +108,8 @@ def test_real_layout_gives_nap_speedup_over_mpich_smp(tmp_path):
 def test_report_without_native_cells_keeps_its_columns(tmp_path):
     csv = tmp_path / "summary.csv"
     _summary("emulated", natives=False).to_csv(csv, index=False)
-    d = node_aware.load(csv)
-    node_aware.write_times(node_aware.times_table(d, node_aware.load_native(csv, like=d)),
+    d = node_aware_data.load(csv)
+    node_aware.write_times(node_aware_data.times_table(d, node_aware_data.load_native(csv, like=d)),
                            tmp_path / "t" / "node_aware_times")
     node_aware.make_fig1(csv, tmp_path / "t", tmp_path / "f")
     t = pd.read_csv(tmp_path / "t" / "node_aware_times.csv")

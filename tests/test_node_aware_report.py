@@ -10,7 +10,7 @@ import pandas as pd
 import yaml
 
 from conftest import REPO
-from harness.report import node_aware
+from harness.report import node_aware_data
 
 SNAKEMAKE = [str(Path(sys.executable).parent / "snakemake")]
 FAST_STOP = {"min_reps": 3, "max_reps": 6, "precision": 0.5, "warmup": 1, "time_budget": "20s"}
@@ -64,5 +64,5 @@ def test_load_ignores_rows_without_a_layout(tmp_path):
         {"library": "openmpi", "algorithm": "native:auto", "procs": 4, "size": 8, "status": "ok",
          "mean": 2e-5, "ci_low": 1e-5, "ci_high": 3e-5, "record": None},
     ]).to_csv(csv, index=False)
-    d = node_aware.load(csv)
+    d = node_aware_data.load(csv)
     assert list(d["algorithm"]) == ["nap"] and int(d["ppn"].iloc[0]) == 2

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import REPO
 from harness import config, plan
-from harness.report import pap
+from harness.report import pap, pap_data
 
 MS = 1e-3
 SIZE = 524288
@@ -60,7 +60,7 @@ def campaign(tmp_path):
 
 def test_raw_metrics_lateness_tail_elapsed(campaign):
     root, _ = campaign
-    m = pap.raw_metrics(root / "raw", ["cring-none-0.0", "cring-one-late-0.01", "cprr-one-late-0.01"])
+    m = pap_data.raw_metrics(root / "raw", ["cring-none-0.0", "cring-one-late-0.01", "cprr-one-late-0.01"])
     m = m.set_index("cell_id")
     assert list(m.index) == ["cprr-one-late-0.01", "cring-none-0.0", "cring-one-late-0.01"]
     # ring one-late: rank 1 arrives 10 and 12 ms after the others; all exit 4 ms later
@@ -70,12 +70,12 @@ def test_raw_metrics_lateness_tail_elapsed(campaign):
     assert m.loc["cring-one-late-0.01", "elapsed"] == pytest.approx((11.5 + 13.0) / 2 * MS)
     assert m.loc["cring-none-0.0", "elapsed"] == pytest.approx(4 * MS)
     assert m.loc["cprr-one-late-0.01", "tail"] == pytest.approx(1.5 * MS)
-    assert pap.raw_metrics(root / "missing", ["cring-none-0.0"]).empty
+    assert pap_data.raw_metrics(root / "missing", ["cring-none-0.0"]).empty
 
 
 def test_bound_from_shortest_tail_then_from_pingpong(campaign):
     root, summary = campaign
-    t3 = pap.table3(summary, raw_dir=root / "raw")
+    t3 = pap_data.table3(summary, raw_dir=root / "raw")
     assert t3["Delta"].unique() == pytest.approx([4 * MS])  # the balanced ring's elapsed
     assert t3["delta"].unique() == pytest.approx([1.5 * MS])  # PRR's tail after the late rank
     assert set(t3["delta_source"]) == {"shortest tail"}
@@ -85,11 +85,11 @@ def test_bound_from_shortest_tail_then_from_pingpong(campaign):
     # a one-pair ping-pong cell of the library and size is the paper's delta itself
     probe = dict(_row("pingpong", "none", 0.0, 1.0 * MS, procs=2), params="{}",
                  cell_id="cpp")
-    t3 = pap.table3(pd.concat([summary, pd.DataFrame([probe])]), raw_dir=root / "raw")
+    t3 = pap_data.table3(pd.concat([summary, pd.DataFrame([probe])]), raw_dir=root / "raw")
     assert set(t3["delta_source"]) == {"pingpong"}
     assert t3["bound"].unique() == pytest.approx([3 * MS])
     # without the raw directory the table has no bound columns
-    assert "bound" not in pap.table3(summary).columns
+    assert "bound" not in pap_data.table3(summary).columns
 
 
 def test_table3_files_show_the_bound_and_the_rabenseifner_row(campaign):

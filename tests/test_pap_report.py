@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from harness.report import pap
+from harness.report import pap, pap_data
 
 MS = 1e-3
 
@@ -44,7 +44,7 @@ def summary():
 
 
 def test_table3_speedup_and_better(summary):
-    t3 = pap.table3(summary)
+    t3 = pap_data.table3(summary)
     assert set(t3["label"]) == {"ring", "slt", "prr", "prr (online)"}
     assert set(t3["mode"]) == {"one-late", "rand-late"}
     one = t3[t3["mode"] == "one-late"].set_index(["label", "max_delay"])
@@ -59,7 +59,7 @@ def test_table3_speedup_and_better(summary):
 
 
 def test_table4_difference_and_speedup(summary):
-    t4 = pap.table4(summary)
+    t4 = pap_data.table4(summary)
     r = t4[(t4["label"] == "prr") & (t4["mode"] == "rand-late") & (t4["max_delay"] == 0.05)]
     assert r["diff"].item() == pytest.approx(-3 * MS)
     assert r["speedup"].item() == pytest.approx(30 / 27)
@@ -102,16 +102,16 @@ def test_a_summary_without_pap_cells_gives_empty_tables(summary, tmp_path):
 
 def test_overlapping_intervals_are_ties_and_oversubscribed_cells_claim_nothing(summary):
     """slt at one-late 50 ms (40 vs ring 42, CIs ±2 %) is a win; 41.5 would overlap: a tie."""
-    one = pap.table3(summary).query("mode == 'one-late'").set_index(["label", "max_delay"])
+    one = pap_data.table3(summary).query("mode == 'one-late'").set_index(["label", "max_delay"])
     assert one.loc[("slt", 0.05), "verdict"] == "faster"
     assert one.loc[("slt", 0.0), "verdict"] == "slower"
     tied = summary.copy()
     tied.loc[(tied.algorithm == "slt") & (tied.max_delay == 0.05) & (tied.delay == "one-late"),
              ["mean", "ci_low", "ci_high"]] = [41.5 * MS, 40.8 * MS, 42.3 * MS]
-    one = pap.table3(tied).query("mode == 'one-late'").set_index(["label", "max_delay"])
+    one = pap_data.table3(tied).query("mode == 'one-late'").set_index(["label", "max_delay"])
     assert one.loc[("slt", 0.05), "verdict"] == "tie" and not one.loc[("slt", 0.05), "better"]
-    assert "≈" in pap.table3_markdown(pap.table3(tied))
-    crowded = pap.table3(summary.assign(oversubscribed=True))
+    assert "≈" in pap.table3_markdown(pap_data.table3(tied))
+    crowded = pap_data.table3(summary.assign(oversubscribed=True))
     assert not crowded["better"].any()
     assert set(crowded.query("label != 'ring'")["verdict"]) == {"oversubscribed"}
     assert "‡" in pap.table3_markdown(crowded)

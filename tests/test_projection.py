@@ -1,4 +1,4 @@
-"""Model projections past the cluster (harness/report/projection.py, `harness model project`)."""
+"""Model projections past the cluster (harness/report/projection.py and projection_model.py, `harness model project`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from harness import models
 from harness.models import maxrate
 from harness.cli import main
-from harness.report import projection as pr
+from harness.report import projection_model as pm
 from harness.results import SUMMARY_COLUMNS
 
 
@@ -58,7 +58,7 @@ def write_summary(path):
 def test_winner_map_agrees_with_brute_force():
     params = models.Params.paper()
     procs, sizes = [12, 64, 360, 1024, 5040, 16384], [8, 65536, 1 << 20, 16 << 20]
-    sm = pr.suara_map(params, procs, sizes)
+    sm = pm.suara_map(params, procs, sizes)
     for i, m in enumerate(sizes):
         for j, P in enumerate(procs):
             single, t_single = models.best_single(P, m, params)
@@ -66,7 +66,7 @@ def test_winner_map_agrees_with_brute_force():
             t_grid = grids[0][0]
             assert sm["single_time"][i, j] == pytest.approx(t_single, rel=1e-12)
             assert sm["grid_time"][i, j] == pytest.approx(t_grid, rel=1e-9)
-            if t_grid * (1 + pr.TIE) < t_single:
+            if t_grid * (1 + pm.TIE) < t_single:
                 assert sm["winner"][i, j] == "suara2"
                 assert sm["speedup"][i, j] == pytest.approx(t_single / t_grid, rel=1e-9)
                 pc = sm["P_c"][i, j]
@@ -81,7 +81,7 @@ def test_winner_map_agrees_with_brute_force():
 
 
 def test_prime_procs_have_no_grid():
-    sm = pr.suara_map(models.Params.paper(), [13], [1 << 20])
+    sm = pm.suara_map(models.Params.paper(), [13], [1 << 20])
     assert np.isnan(sm["grid_speedup"][0, 0]) and sm["winner"][0, 0] != "suara2"
 
 
@@ -89,7 +89,7 @@ def test_node_aware_map_agrees_with_maxrate_cost():
     params = maxrate.MaxRateParams(alpha_l=1e-6, beta_l=2e-10, alpha=3e-6, R_b=5e9, R_N=12e9,
                                    gamma=3e-10)
     procs, sizes = [16, 64, 1024, 16384], [8, 2048, 1 << 20]
-    na = pr.node_aware_map(params, 16, procs, sizes)
+    na = pm.node_aware_map(params, 16, procs, sizes)
     for i, s in enumerate(sizes):
         for j, P in enumerate(procs):
             t = {a: maxrate.cost(a, P // 16, 16, s, params).total for a in maxrate.ALGORITHMS}
@@ -98,19 +98,19 @@ def test_node_aware_map_agrees_with_maxrate_cost():
             assert na["time"][i, j] == pytest.approx(t[win])
             assert na["speedup"][i, j] == pytest.approx(t["rd"] / t[win])
     with pytest.raises(ValueError, match="multiple of ppn"):
-        pr.node_aware_map(params, 16, [24], sizes)
+        pm.node_aware_map(params, 16, [24], sizes)
 
 
 def test_measured_regions_from_a_constructed_summary(tmp_path):
     csv = write_summary(tmp_path / "summary.csv")
-    r = pr.measured_suara(csv)
+    r = pm.measured_suara(csv)
     assert (r.p_min, r.p_max, r.s_min, r.s_max, r.cells) == (4, 12, 65536, 4 << 20, 13)
-    na = pr.measured_node_aware(csv)
+    na = pm.measured_node_aware(csv)
     assert set(na) == {2, 4}
     assert (na[2].p_min, na[2].p_max, na[2].s_min, na[2].s_max, na[2].cells) == (4, 8, 8, 2048, 6)
     assert (na[4].p_min, na[4].p_max, na[4].s_min, na[4].s_max) == (8, 8, 64, 64)
-    assert pr.measured_suara(tmp_path / "missing.csv") is None
-    assert pr.measured_node_aware(None) == {}
+    assert pm.measured_suara(tmp_path / "missing.csv") is None
+    assert pm.measured_node_aware(None) == {}
 
 
 def test_params_from_combined_file_and_errors(tmp_path):
@@ -121,7 +121,7 @@ def test_params_from_combined_file_and_errors(tmp_path):
                       "R_N": 20e9, "gamma": 1e-10, "provenance": {"source": "ping-pong"}}
     f = tmp_path / "model_params.json"
     f.write_text(json.dumps(doc))
-    pp = pr.load_params(campaign_dir=tmp_path)
+    pp = pm.load_params(campaign_dir=tmp_path)
     assert pp.hockney.ab["rs"] == (2e-6, 1e-10)
     assert pp.hockney.ab["linear"] == models.Params.paper().ab["linear"]  # filled, and said so
     assert "fit of native algorithms to x" in pp.hockney_source and "from the paper" in pp.hockney_source
@@ -130,15 +130,15 @@ def test_params_from_combined_file_and_errors(tmp_path):
     doc["maxrate"]["provenance"] = {"library": "openmpi", "levels": ["node"],
                                     "fallbacks": {"R_N": "only one pair measured"}}
     f.write_text(json.dumps(doc))
-    assert "ping-pong fit, library openmpi; fallbacks for R_N" in pr.load_params(f).maxrate_source
+    assert "ping-pong fit, library openmpi; fallbacks for R_N" in pm.load_params(f).maxrate_source
     # only the Hockney part: max-rate defaults, said so
     f.write_text(json.dumps(fitted.to_dict()))
-    assert "illustrative" in pr.load_params(f).maxrate_source
+    assert "illustrative" in pm.load_params(f).maxrate_source
     # no file: the paper's and the defaults; "paper" asks for them even beside a campaign's file
-    assert pr.load_params(None, tmp_path / "nowhere").hockney == models.Params.paper()
+    assert pm.load_params(None, tmp_path / "nowhere").hockney == models.Params.paper()
     f.write_text(json.dumps(doc))
-    assert pr.load_params("paper", tmp_path).hockney == models.Params.paper()
-    assert pr.load_params(None, tmp_path).hockney != models.Params.paper()
+    assert pm.load_params("paper", tmp_path).hockney == models.Params.paper()
+    assert pm.load_params(None, tmp_path).hockney != models.Params.paper()
     for bad, match in [("{", "not valid JSON"), ("[1]", "expected a JSON object"),
                        ('{"foo": 1}', "no model parameters"),
                        ('{"ab": {"rs": [1e-6, 1e-10]}}', "'gamma'"),
@@ -148,16 +148,16 @@ def test_params_from_combined_file_and_errors(tmp_path):
                        ('{"maxrate": 3}', "key maxrate: expected an object")]:
         f.write_text(bad)
         with pytest.raises(ValueError, match=match):
-            pr.load_params(f)
+            pm.load_params(f)
     with pytest.raises(ValueError, match="cannot read"):
-        pr.load_params(tmp_path / "absent.json")
+        pm.load_params(tmp_path / "absent.json")
 
 
 def test_table_is_capped_at_max_procs():
-    df = pr.projection_frame(pr.load_params(), max_procs=4096, ppn=8)
+    df = pm.projection_frame(pm.load_params(), max_procs=4096, ppn=8)
     assert sorted(df["procs"].unique()) == [16, 64, 256, 1024, 4096]
     assert (df["ppn"] == 8).all() and df["na_winner"].isin(["rd", "smp", "nap"]).all()
-    assert pr.procs_grid(100, multiple_of=4, low=4) == [4, 8, 12, 16, 24, 32, 36, 48, 60, 64, 100]
+    assert pm.procs_grid(100, multiple_of=4, low=4) == [4, 8, 12, 16, 24, 32, 36, 48, 60, 64, 100]
 
 
 def test_command_writes_files_and_rejects_bad_params(tmp_path, monkeypatch, capsys):
@@ -185,8 +185,8 @@ def test_command_writes_files_and_rejects_bad_params(tmp_path, monkeypatch, caps
     assert "ppn 2: P 4..8, size 8B..2KiB (6 cells)" in out
     assert "| 1024 | 16MiB | SUARA2 32×32 (rs, rs) |" in out
     df = pd.read_csv(camp / "tables" / "projection.csv")
-    assert sorted(df["procs"].unique()) == list(pr.TABLE_PROCS)
-    assert len(df) == len(pr.TABLE_PROCS) * len(pr.TABLE_SIZES)
+    assert sorted(df["procs"].unique()) == list(pm.TABLE_PROCS)
+    assert len(df) == len(pm.TABLE_PROCS) * len(pm.TABLE_SIZES)
     r = df[(df.procs == 1024) & (df["size"] == 16 << 20)].iloc[0]
     assert r.suara_winner == "suara2" and r.speedup > 1.5
     assert r.best_single_time == pytest.approx(models.best_single(1024, 16 << 20, models.Params.paper())[1])

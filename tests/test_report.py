@@ -208,12 +208,28 @@ def test_known_colours_distinct_within_a_library():
         assert len(set(colours)) == len(colours), lib.name
 
 
-def test_cli(summary, tmp_path):
+def test_one_command_line_writes_any_report(summary, tmp_path, capsys):
+    """``python -m harness.report NAME ...`` (report/registry.py): every registered report's
+    function exists; a report is written and its files printed; a wrong name or argument
+    count is exit 2 with the usage, and nothing is written."""
+    from harness.report import registry
+
+    for report in registry.REPORTS.values():
+        assert callable(report.load()), report.name
     csv = tmp_path / "summary.csv"
     summary.to_csv(csv, index=False)
-    assert figures.main([str(csv), str(tmp_path / "t"), str(tmp_path / "f")]) == 0
+    assert registry.main(["auto_vs_best", str(csv), str(tmp_path / "t"), str(tmp_path / "f")]) == 0
+    assert str(tmp_path / "f" / "auto_vs_best_impi.pdf") in capsys.readouterr().out.split()
     assert (tmp_path / "f" / "auto_vs_best_impi.pdf").exists()
-    assert figures.main([]) == 2
+    for bad, said in ((["nosuch", str(csv), "t", "f"], "unknown report 'nosuch'"),
+                      (["pap", str(csv)], "pap: expected SUMMARY_CSV TABLES_DIR FIGURES_DIR"),
+                      (["projection", str(csv), "t", "f", "p.json", "x"], "projection: expected"),
+                      (["sgd", "t", "f", "exp"], "sgd: expected"), ([], "no report named")):
+        assert registry.main(bad) == 2
+        assert said in capsys.readouterr().err
+    assert registry.main(["--list"]) == 0
+    listed = capsys.readouterr().out
+    assert all(name in listed for name in registry.REPORTS)
 
 
 def test_ties_and_oversubscribed_cells_claim_no_win(tmp_path):

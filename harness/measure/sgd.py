@@ -49,7 +49,7 @@ import numpy as np
 from .. import fileio, results
 from ..algorithms import Context, load_plugin, resolve
 from .arrival import Monitor
-from .bench import init_mpi, launch_provenance
+from .launch import init_mpi, launch_provenance
 
 PAPER_EDGE = 0.44  # the paper: edge() before the last layer, at about 44 % of the compute
 EDGE_WINDOW = 20  # iterations of measured fractions the ``auto`` edge takes the median of

@@ -1,4 +1,6 @@
-"""Paper tables and figures built from a campaign's ``summary.csv`` (AUTO vs BEST, after
-Castelló et al. 2021, Figs. 5-6): ``style`` (colours, markers, rcParams, atomic saving),
-``tables`` (``auto_vs_best``, ``write_table``) and ``figures`` (``auto_vs_best_figure``,
-``make_all``; ``python -m harness.report.figures SUMMARY_CSV TABLES_DIR FIGURES_DIR``)."""
+"""Paper tables and figures built from a campaign's ``summary.csv`` (and, for a few, the raw
+repetitions, ``model_params.json`` or the stages' documents): one module per paper or kind of
+output, each with a ``make_*`` function the workflow's rules call. ``registry.py`` names them
+all and gives them one command line, ``python -m harness.report NAME ARGUMENTS...``
+(``--list``). Shared: ``style`` (colours, markers, rcParams, atomic saving) and ``tables``
+(formatting; the rows come from ``harness.analysis``)."""

@@ -54,9 +54,7 @@ TABLES FIGURES [PARAMS_JSON]``.
 
 from __future__ import annotations
 
-import json
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -65,137 +63,23 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 
-from .. import models, netparams
+from .. import netparams
 from ..fileio import atomic_write_text
-from ..libraries import get_library
 from ..models import maxrate
 from . import style, tables
-
-ALGORITHMS = ("RDB", "RSA", "LIN", "RNG", "SRG")
-# Castelló et al.'s algorithms as the native algorithms of each library (Table 2)
-NATIVE = {
-    "openmpi": {"RDB": "native:recursive_doubling", "RSA": "native:rabenseifner",
-                "LIN": "native:basic_linear", "RNG": "native:ring",
-                "SRG": "native:segmented_ring"},
-    "mpich": {"RDB": "native:recursive_doubling", "RSA": "native:reduce_scatter_allgather",
-              "RNG": "native:ring"},
-    "impi": {"RDB": "native:recursive_doubling", "RSA": "native:rabenseifner",
-             "RNG": "native:ring"},
-}
-SEGMENT_ENV = "OMPI_MCA_coll_tuned_allreduce_algorithm_segmentsize"
-# Castelló et al., Sect. 3.3 / 4: alpha = 2 us, beta = 11,770 MB/s, gamma = 8e9 FP32 flop/s
-CASTELLO = {"alpha": 2e-6, "beta": 1 / 11.77e9, "gamma": 1 / (8e9 * 4)}
-MIB = float(2**20)
-
-
-# --------------------------------------------------------------------------- models
-
-
-def segments(m: float, segment: float) -> float:
-    """SRG's s: segments of the whole message (at least 1)."""
-    return max(1.0, math.ceil(float(m) / float(segment)))
-
-
-def parts(alg: str, p: float, m: float, alpha: float, beta: float, gamma: float,
-          segment: float = 65536, s: float | None = None) -> tuple[float, float, float]:
-    """(L, B, A) of Table 1 in seconds for ``p`` processes and ``m`` bytes per process. SRG's
-    segment count is ``s`` when given (Fig. 1 fixes s = 24), else ``ceil(m / segment)``."""
-    p, m = float(p), float(m)
-    if p < 2:
-        return 0.0, 0.0, 0.0
-    lg = math.log2(p)
-    f = (p - 1) / p
-    if alg == "RDB":
-        return lg * alpha, m * lg * beta, m * lg * gamma
-    if alg == "RSA":
-        return 2 * lg * alpha, 2 * m * f * beta, m * f * gamma
-    if alg == "LIN":
-        return 2 * (p - 1) * alpha, 2 * m * (p - 1) * beta, m * (p - 1) * gamma
-    if alg == "RNG":
-        return 2 * (p - 1) * alpha, 2 * m * f * beta, m * f * gamma
-    if alg == "SRG":
-        s = segments(m, segment) if s is None else float(s)
-        return ((2 * p + s - 3) * alpha, ((p + s - 2) * m / s + (p - 1) * m / p) * beta,
-                (p + s - 2) * m / s * gamma)
-    raise ValueError(f"algorithm: expected one of {', '.join(ALGORITHMS)}, got {alg!r}")
-
-
-def variants(alg, p, m, alpha, beta, gamma, segment=65536, s=None) -> dict:
-    """THEO, OVL, NOVL times (s) of one algorithm (module doc)."""
-    L, B, A = parts(alg, p, m, alpha, beta, gamma, segment, s)
-    return {"THEO": L + B + A, "OVL": L + max(B, A), "NOVL": 2 * L + 2 * B + A}
-
-
-def _mibs(m, t):
-    return float(m) / float(t) / MIB if t > 0 else math.nan
-
-
-# --------------------------------------------------------------------------- data
-
-
-def _segment_size(library: str) -> float:
-    try:
-        env = get_library(library).native("native:segmented_ring").env
-        return float(env.get(SEGMENT_ENV, 65536)) or 65536.0
-    except (KeyError, ValueError, OSError):
-        return 65536.0
-
-
-def measured(df: pd.DataFrame) -> pd.DataFrame:
-    """The timed, undelayed native rows of the mapped algorithms, with column ``alg``
-    (RDB, ...); op sum and the most frequent dtype."""
-    d = tables.prepare(df)
-    d = d[tables.timed_mask(d)]
-    d = d[(d["delay"] == "none") & (d["max_delay"].fillna(0) == 0)]
-    names = {(lib, nat): a for lib, m in NATIVE.items() for a, nat in m.items()}
-    d = d.assign(alg=[names.get((lib, a)) for lib, a in zip(d["library"], d["algorithm"])])
-    d = d[d["alg"].notna()]
-    if len(d):
-        d = d[d["op"] == "sum"] if (d["op"] == "sum").any() else d
-        d = d[d["dtype"] == d["dtype"].mode().iloc[0]]
-    return d.reset_index(drop=True)
-
-
-def _params_doc(summary_csv, params_json) -> dict:
-    if params_json is not None and Path(params_json).is_file():
-        return json.loads(Path(params_json).read_text())
-    return netparams.fit_file(summary_csv)
-
-
-def _pingpong_for(doc: dict, library: str) -> tuple[dict, str]:
-    pp = doc.get("pingpong") or {}
-    if not pp:
-        raise netparams.FitError("the parameter file has no 'pingpong' section: the campaign "
-                                 "needs pingpong cells (harness fit)")
-    if library in pp:
-        return pp[library], library
-    other = netparams.PREFERRED_LIBRARY if netparams.PREFERRED_LIBRARY in pp else sorted(pp)[0]
-    return pp[other], other
-
-
-def model_table(meas: pd.DataFrame, doc: dict) -> pd.DataFrame:
-    """One row per measured (library, P, algorithm, size): measured and modelled."""
-    rows = []
-    gamma_all = float(doc["gamma"])
-    for r in meas.itertuples(index=False):
-        pp, src = _pingpong_for(doc, r.library)
-        g = pp.get("gamma") or gamma_all
-        v = variants(r.alg, r.procs, r.size, pp["alpha"], pp["beta"], g, _segment_size(r.library))
-        real = _mibs(r.size, r.mean)
-        rows.append({"library": r.library, "procs": int(r.procs), "algorithm": r.alg,
-                     "native": r.algorithm, "size": int(r.size), "mean": float(r.mean),
-                     "real_mibs": real, "theo_mibs": _mibs(r.size, v["THEO"]),
-                     "ovl_mibs": _mibs(r.size, v["OVL"]), "novl_mibs": _mibs(r.size, v["NOVL"]),
-                     "real_over_theo": real / _mibs(r.size, v["THEO"]),
-                     "theo_time": v["THEO"], "params_from": f"ping-pong {src}",
-                     "oversubscribed": str(getattr(r, "oversubscribed", "")).lower() == "true"})
-    cols = ["library", "procs", "algorithm", "native", "size", "mean", "real_mibs", "theo_mibs",
-            "ovl_mibs", "novl_mibs", "real_over_theo", "theo_time", "params_from", "oversubscribed"]
-    t = pd.DataFrame(rows, columns=cols)
-    if len(t):
-        t["_o"] = t["algorithm"].map(ALGORITHMS.index)
-        t = t.sort_values(["library", "procs", "_o", "size"]).drop(columns="_o")
-    return t.reset_index(drop=True)
+from .castello_data import (
+    ALGORITHMS,
+    CASTELLO,
+    NATIVE,
+    measured,
+    mibs,
+    model_table,
+    params_doc,
+    params_table,
+    pingpong_for,
+    segment_size,
+    variants,
+)
 
 
 def _write(header, rows, frame, base: Path, caption: str) -> list[Path]:
@@ -228,27 +112,6 @@ def write_model_table(t: pd.DataFrame, base, doc: dict) -> list[Path]:
            f"NOVL (no overlap: 2L + 2B + A), with alpha, beta, gamma from the {srcs} fit "
            f"(gamma {doc['gamma']:.3g} s/B). ‡ oversubscribed.")
     return _write(header, rows, t, Path(base), cap)
-
-
-def params_table(doc: dict) -> pd.DataFrame:
-    """The fitted parameters of each library beside Castelló's and SUARA Table 4's."""
-    rows = []
-    for lib, f in (doc.get("pingpong") or {}).items():
-        rows.append({"source": f"this machine, {lib} ping-pong ({f['level']})", "alpha": f["alpha"],
-                     "beta": f["beta"], "gamma": f.get("gamma") or doc["gamma"], "r2": f["r2"],
-                     "n": f["n"]})
-    mr = doc.get("maxrate")
-    if mr:
-        rows.append({"source": f"this machine, max-rate ({mr['provenance']['library']}): "
-                               f"alpha, 1/R_b; R_N {mr['R_N'] / 1e9:.3g} GB/s",
-                     "alpha": mr["alpha"], "beta": 1 / mr["R_b"], "gamma": mr["gamma"],
-                     "r2": math.nan, "n": math.nan})
-    rows.append({"source": "Castelló et al. (ALTEC, InfiniBand EDR)", **CASTELLO,
-                 "r2": math.nan, "n": math.nan})
-    rows.append({"source": "SUARA Table 4 (Shaheen-II, rs)", "alpha": models.PAPER_ALPHA_RS,
-                 "beta": models.PAPER_BETA_RS, "gamma": models.PAPER_GAMMA, "r2": math.nan,
-                 "n": math.nan})
-    return pd.DataFrame(rows)
 
 
 def write_params_table(t: pd.DataFrame, base) -> list[Path]:
@@ -296,9 +159,9 @@ def fig2(meas: pd.DataFrame, doc: dict, path) -> list[Path]:
     axs = np.atleast_2d(fig.subplots(len(libs), len(procs), squeeze=False))
     handles = {}
     for i, lib in enumerate(libs):
-        pp, src = _pingpong_for(doc, lib)
+        pp, src = pingpong_for(doc, lib)
         g = pp.get("gamma") or doc["gamma"]
-        seg = _segment_size(lib)
+        seg = segment_size(lib)
         for j, P in enumerate(procs):
             ax = axs[i, j]
             d = meas[(meas["library"] == lib) & (meas["procs"] == P)]
@@ -311,7 +174,7 @@ def fig2(meas: pd.DataFrame, doc: dict, path) -> list[Path]:
                 # reduce_scatter_allgather): Open MPI's name of it picks them
                 nat = NATIVE["openmpi"][alg]
                 c = style.color(nat)
-                h, = ax.plot(xs, [_mibs(x, variants(alg, P, x, pp["alpha"], pp["beta"], g, seg)["THEO"])
+                h, = ax.plot(xs, [mibs(x, variants(alg, P, x, pp["alpha"], pp["beta"], g, seg)["THEO"])
                                   for x in xs], ls="--", lw=0.9, color=c)
                 handles.setdefault(f"{alg}-T", h)
                 dd = d[d["alg"] == alg].sort_values("size")
@@ -353,7 +216,7 @@ def fig1_curves(alpha: float, beta: float, gamma: float) -> dict:
     for panel, (xs, arg) in sweeps.items():
         ys = {}
         for alg in ALGORITHMS:
-            ys[alg] = np.array([_mibs(arg(x)[1], variants(alg, arg(x)[0], arg(x)[1], alpha,
+            ys[alg] = np.array([mibs(arg(x)[1], variants(alg, arg(x)[0], arg(x)[1], alpha,
                                                            arg(x)[2], arg(x)[3], s=s)["THEO"])
                                 for x in xs])
         out[panel] = (np.asarray(xs, dtype=float), ys)
@@ -366,7 +229,7 @@ def fig1(doc: dict | None, path) -> list[Path]:
     sets = [("Castelló et al.", CASTELLO, "-")]
     mine = ""
     if doc and doc.get("pingpong"):
-        pp, src = _pingpong_for(doc, netparams.PREFERRED_LIBRARY)
+        pp, src = pingpong_for(doc, netparams.PREFERRED_LIBRARY)
         g = pp.get("gamma") or doc.get("gamma")
         if not pp.get("beta", 0) > 0:  # a fit on sizes too close to tell the bandwidth
             mine = (f"this machine not drawn: the {style.library_title(src)} ping-pong fit has "
@@ -447,7 +310,7 @@ def fig3(meas: pd.DataFrame, doc: dict, path) -> list[Path]:
     lib = libs[0]
     d = meas[meas["library"] == lib]
     procs = sorted(d["procs"].unique())
-    pp, src = _pingpong_for(doc, lib)
+    pp, src = pingpong_for(doc, lib)
     g = pp.get("gamma") or doc["gamma"]
     style.setup()
     fig = Figure(figsize=(7.4, 2.7 * len(procs)), layout="constrained")
@@ -459,7 +322,7 @@ def fig3(meas: pd.DataFrame, doc: dict, path) -> list[Path]:
             ax = axs[i, j]
             for name in ("THEO", "OVL", "NOVL"):
                 c, ls, _ = VARIANT_STYLE[name]
-                ax.plot(xs, [_mibs(x, variants(alg, P, x, pp["alpha"], pp["beta"], g)[name])
+                ax.plot(xs, [mibs(x, variants(alg, P, x, pp["alpha"], pp["beta"], g)[name])
                              for x in xs], color=c, ls=ls, label=name)
             dd = d[(d["procs"] == P) & (d["alg"] == alg)].sort_values("size")
             c, ls, mk = VARIANT_STYLE["REAL"]
@@ -553,7 +416,7 @@ OUTPUT_FIGURES = ("castello_fig1", "castello_fig2", "castello_fig3", "maxrate_fi
 
 def make_all(summary_csv, tables_dir, figures_dir, params_json=None) -> list[Path]:
     df = pd.read_csv(summary_csv)
-    doc = _params_doc(summary_csv, params_json)
+    doc = params_doc(summary_csv, params_json)
     meas = measured(df)
     written: list[Path] = []
     t = model_table(meas if "pingpong" in doc else meas.iloc[0:0], doc)
@@ -569,11 +432,3 @@ def make_all(summary_csv, tables_dir, figures_dir, params_json=None) -> list[Pat
                                          "no ping-pong parameters: the campaign has no pingpong cells")
     written += fig5(df, doc, Path(figures_dir) / "maxrate_fig5")
     return written
-
-
-def main(argv=None) -> int:
-    return style.command_line(make_all, "castello_models", "SUMMARY_CSV TABLES_DIR FIGURES_DIR [MODEL_PARAMS_JSON]", argv, optional=1)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

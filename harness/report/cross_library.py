@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -298,11 +297,3 @@ def make_all(summary_csv, tables_dir, figures_dir, reference: str | None = None)
     written += figure(t, Path(figures_dir) / FIGURES[0])
     written += figure_normalised(t, Path(figures_dir) / FIGURES[1])
     return written
-
-
-def main(argv=None) -> int:
-    return style.command_line(make_all, "cross_library", "SUMMARY_CSV TABLES_DIR FIGURES_DIR [REFERENCE]", argv, optional=1)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

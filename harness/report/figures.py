@@ -25,7 +25,6 @@ CLI: ``python -m harness.report.figures SUMMARY_CSV TABLES_DIR FIGURES_DIR``.
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 
 import matplotlib
@@ -394,11 +393,3 @@ def make_all(summary_csv, tables_dir, figures_dir, libraries=None) -> list[Path]
         richest = max(groups, key=lambda g: int(tables.timed_mask(g).sum()))  # first on ties
         written += auto_vs_best_figure(pd.concat([richest, hl]), lib, main)
     return written
-
-
-def main(argv=None) -> int:
-    return style.command_line(make_all, "figures", "SUMMARY_CSV TABLES_DIR FIGURES_DIR", argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -32,13 +32,12 @@ emulated nodes they are drawn hollow and dashed with a note and never turned int
 with ``layout: real`` on the same nodes the table and the speedup panel add NAP over MPICH's
 SMP.
 
-Returns the written paths. CLI: ``python -m harness.report.node_aware SUMMARY TABLES FIGURES``.
+Returns the written paths. CLI: ``python -m harness.report node_aware SUMMARY_CSV TABLES_DIR FIGURES_DIR``.
 """
 
 from __future__ import annotations
 
 import math
-import sys
 import textwrap
 from pathlib import Path
 
@@ -48,11 +47,12 @@ from matplotlib.figure import Figure
 
 from ..fileio import atomic_write_text
 from ..models import maxrate
-from ..netparams import load_maxrate
-from ..results import TIMED, row_json
+from ..results import TIMED
 from . import style, tables
+from .node_aware_data import (ALGORITHMS, NATIVE_SERIES, counts_table, fig1_table,
+                              fitted_params, load, load_native, native_series, pivot,
+                              read_summary, times_table, timed_rows, truthy)
 
-ALGORITHMS = ("recursive_doubling", "smp", "nap")
 LABELS = {"recursive_doubling": "RD", "smp": "SMP", "nap": "NAP"}
 # RD keeps the harness's colour of recursive doubling; SMP takes that of the library's own SMP
 # (native:smp); NAP gets an orange of its own (the hashed colours of the two were alike)
@@ -64,101 +64,12 @@ MARKERS = {"recursive_doubling": "o", "smp": "s", "nap": "^"}
 # SMP, "MPI"): MPICH's forced SMP and each library's AUTO. They run on the REAL node layout
 # (the ranks' hosts), never on the emulated one, so they are drawn hollow and dashed; series
 # key "<algorithm>@<library>"
-NATIVE = ("native:smp", "native:auto")
-NATIVE_STYLE = {  # (colour, marker, line style)
-    "native:smp@mpich": (style.color("native:smp"), "s", "--"),
-    "native:auto@mpich": ("#000000", "D", ":"),
-    "native:auto@openmpi": ("#555555", "v", ":"),
-    "native:auto@impi": ("#999999", "P", ":"),
-}
-
-
-def _from_params(params: dict, procs) -> dict:
-    try:
-        ppn = int(params["ppn"])
-        return {"layout": params.get("layout", "emulated"), "ppn": ppn,
-                "n_nodes": -(-int(procs) // ppn)}
-    except (KeyError, TypeError, ValueError):
-        return {}
-
-
-def _read(summary) -> pd.DataFrame:
-    return summary.copy() if isinstance(summary, pd.DataFrame) else pd.read_csv(summary)
-
-
-def load(summary_csv) -> pd.DataFrame:
-    """The node-aware rows of a summary, with ``ppn``, ``n_nodes`` and the counts as columns."""
-    d = _read(summary_csv)
-    d = d[d["algorithm"].isin(ALGORITHMS)].copy()
-    rec = d["record"].map(row_json) if "record" in d else pd.Series([{}] * len(d), index=d.index)
-    # a cell that never finished has no record: its layout and ppn come from its parameters
-    params = d["params"].map(row_json) if "params" in d else pd.Series([{}] * len(d), index=d.index)
-    rec = pd.Series([r if "layout" in r else _from_params(p, procs)
-                     for r, p, procs in zip(rec, params, d["procs"])], index=d.index, dtype=object)
-    d = d.loc[rec.map(lambda r: "layout" in r).astype(bool)].copy()
-    rec = rec[d.index]
-    for key in ("ppn", "n_nodes", "inter_msgs", "intra_msgs", "inter_bytes", "intra_bytes",
-                "inter_msgs_total", "intra_msgs_total", "inter_steps"):
-        d[key] = rec.map(lambda r, k=key: r.get(k) if not isinstance(r.get(k), list) else None)
-    d["layout"] = rec.map(lambda r: r.get("layout"))
-    d = d[pd.to_numeric(d["ppn"], errors="coerce").notna()].copy()
-    for col in ("ppn", "n_nodes", "procs", "size", "mean", "ci_low", "ci_high"):
-        d[col] = pd.to_numeric(d[col], errors="coerce")
-    if d.empty:
-        return d
-    libs = sorted(d["library"].unique(), key=style.library_sort_key)
-    d = d[d["library"] == libs[0]]
-    for col in ("dtype", "op", "delay"):
-        if col in d:
-            d = d[d[col] == d[col].mode().iloc[0]]
-    if "finished" in d:
-        d = d.sort_values("finished")
-    return d.drop_duplicates(["algorithm", "ppn", "procs", "size"], keep="last").reset_index(drop=True)
-
-
-def _no_workload(d: pd.DataFrame) -> pd.DataFrame:
-    if "params" not in d:
-        return d
-    workload = d["params"].map(lambda t: "workload" in row_json(t)).astype(bool)
-    return d[~workload]  # (bool: an empty object mask would select columns instead of rows)
-
-
-def load_native(summary_csv, like: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The libraries' own allreduce beside RD/SMP/NAP: ``native:smp`` (MPICH's SMP) and every
-    library's ``native:auto``, at the dtype, op and delay of the harness rows ``like`` (their
-    most frequent ones when ``like`` is empty) and within its sizes, single calls timed per
-    call. Columns as in ``load`` plus ``series`` (``<algorithm>@<library>``); ``n_nodes`` is
-    the run's node count (1 on one machine) and ``ppn`` P / nodes: the REAL layout the library
-    sees."""
-    d = _no_workload(_read(summary_csv))
-    d = d[d["algorithm"].isin(NATIVE)].copy()
-    if "timing" in d:
-        d = d[d["timing"].fillna("percall") == "percall"]
-    if d.empty:
-        return d.assign(series=pd.Series(dtype=object), ppn=pd.Series(dtype=float),
-                        n_nodes=pd.Series(dtype=float), layout=pd.Series(dtype=object))
-    for col in ("procs", "size", "mean", "ci_low", "ci_high"):
-        d[col] = pd.to_numeric(d[col], errors="coerce")
-    for col in ("dtype", "op", "delay"):
-        if col in d:
-            ref = like[col] if like is not None and len(like) and col in like else d[col]
-            d = d[d[col] == ref.mode().iloc[0]]
-    if like is not None and len(like) and "size" in like:
-        # only the sizes the harness rows span: AUTO cells of other experiments (1 MiB, ...)
-        # would stretch the size axis past the comparison
-        sizes = pd.to_numeric(like["size"], errors="coerce")
-        d = d[d["size"].between(sizes.min(), sizes.max())]
-    nodes = pd.to_numeric(d["nodes"], errors="coerce") if "nodes" in d else None
-    d["n_nodes"] = nodes.fillna(1) if nodes is not None else 1
-    d["ppn"] = d["procs"] / d["n_nodes"]
-    d["layout"] = "real"
-    d["series"] = d["algorithm"] + "@" + d["library"]
-    if "finished" in d:
-        d = d.sort_values("finished")
-    d = d.drop_duplicates(["series", "procs", "n_nodes", "size"], keep="last")
-    order = {k: i for i, k in enumerate(NATIVE_STYLE)}
-    d["_order"] = d["series"].map(lambda k: order.get(k, len(order)))
-    return d.sort_values(["_order", "procs", "size"]).drop(columns="_order").reset_index(drop=True)
+NATIVE_STYLE = dict(zip(NATIVE_SERIES, (  # (colour, marker, line style)
+    (style.color("native:smp"), "s", "--"),  # MPICH's SMP
+    ("#000000", "D", ":"),  # AUTO: MPICH, Open MPI, Intel MPI
+    ("#555555", "v", ":"),
+    ("#999999", "P", ":"),
+)))
 
 
 def native_label(series: str) -> str:
@@ -194,110 +105,6 @@ def _real_note(nat: pd.DataFrame) -> str:
     return (f"native = the library's MPI_Allreduce on the real layout ({nodes} node"
             f"{'s' if n != [1] else ''}: {here}); RD/SMP/NAP on emulated nodes of ppn ranks "
             f"— not comparable (use layout: real on a multi-node Slurm)")
-
-
-def _timed(d: pd.DataFrame) -> pd.DataFrame:
-    return d[d["status"].isin(TIMED) & np.isfinite(d["mean"]) & (d["mean"] > 0)]
-
-
-def _pivot(d: pd.DataFrame, keys) -> pd.DataFrame:
-    """One row per ``keys`` with mean / CI per algorithm and NAP's speedups (NaN if missing)."""
-    t = _timed(d)
-    out = t.pivot_table(index=keys, columns="algorithm", values=["mean", "ci_low", "ci_high"],
-                        aggfunc="first")
-    out.columns = [f"{a}_{v}" for v, a in out.columns]
-    out = out.reset_index()
-    for a in ALGORITHMS:
-        for v in ("mean", "ci_low", "ci_high"):
-            if f"{a}_{v}" not in out:
-                out[f"{a}_{v}"] = np.nan
-    # cells without a time (failed, wrong, timeout) show their status instead
-    status = d.pivot_table(index=keys, columns="algorithm", values="status", aggfunc="last")
-    status.columns = [f"{a}_status" for a in status.columns]
-    out = out.merge(status.reset_index(), on=keys, how="outer") if len(out) else status.reset_index()
-    for a in ALGORITHMS:
-        for v in ("mean", "ci_low", "ci_high", "status"):
-            if f"{a}_{v}" not in out:
-                out[f"{a}_{v}"] = np.nan
-    out["speedup_vs_rd"] = out["recursive_doubling_mean"] / out["nap_mean"]
-    out["speedup_vs_smp"] = out["smp_mean"] / out["nap_mean"]
-    return out
-
-
-def counts_table(d: pd.DataFrame) -> pd.DataFrame:
-    """Per ppn, node count, P and algorithm: the most messages and bytes one rank sends per
-    call, at the smallest size of each (ppn, P), with the paper's step counts alongside."""
-    if d.empty:
-        return pd.DataFrame(columns=["ppn", "n_nodes", "procs", "size", "algorithm"])
-    smallest = d.groupby(["ppn", "procs"])["size"].transform("min")
-    t = d[d["size"] == smallest].copy()
-    t["log_ppn_n"] = [_ceil_log(n, p) for n, p in zip(t["n_nodes"], t["ppn"])]
-    t["log2_n"] = [_ceil_log(n, 2) for n in t["n_nodes"]]
-    t["order"] = t["algorithm"].map(ALGORITHMS.index)
-    t = t.sort_values(["ppn", "n_nodes", "order"])
-    cols = ["ppn", "n_nodes", "procs", "size", "algorithm", "inter_msgs", "intra_msgs",
-            "inter_bytes", "intra_bytes", "inter_msgs_total", "log_ppn_n", "log2_n"]
-    return t[cols].reset_index(drop=True)
-
-
-def _ceil_log(n, base) -> float:
-    n, base = int(n), int(base)
-    if n <= 1:
-        return 0
-    if base < 2:
-        return math.nan
-    k, span = 0, 1
-    while span < n:
-        span *= base
-        k += 1
-    return k
-
-
-def times_table(d: pd.DataFrame, nat: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per ppn, P, node count and size: RD, SMP and NAP (mean, CI, status) and NAP's speedups;
-    with native rows ``nat`` (``load_native``) also ``<series>_mean`` / ``_ci_low`` /
-    ``_ci_high`` / ``_status`` per native series, ``native_nodes`` (the node count the
-    library saw) and ``speedup_vs_native_smp`` (MPICH's SMP / NAP) where the two ran on the
-    same real layout (``comparable``), else empty."""
-    if d.empty:
-        return pd.DataFrame(columns=["ppn", "procs", "n_nodes", "size"])
-    keys = ["ppn", "procs", "n_nodes", "size"]
-    out = _pivot(d, keys)
-    layouts = d.groupby(["ppn", "procs"])["layout"].agg(lambda v: "/".join(sorted(set(map(str, v)))))
-    out["layout"] = [layouts.get((p, n), "") for p, n in zip(out["ppn"], out["procs"])]
-    if nat is not None and len(nat):
-        out["native_nodes"] = np.nan
-        out["comparable"] = False
-        for series, g in nat.groupby("series", sort=False):
-            cols = {f"{series}_{v}": [] for v in ("mean", "ci_low", "ci_high", "status")}
-            nodes_seen = []
-            for r in out.itertuples(index=False):
-                m = g[(g["procs"] == r.procs) & (g["size"] == r.size)]
-                if r.layout == "real":
-                    m = m[np.isclose(m["n_nodes"], float(r.n_nodes))]
-                row = m.iloc[-1] if len(m) else None
-                timed = row is not None and row["status"] in TIMED and math.isfinite(row["mean"])
-                for v in ("mean", "ci_low", "ci_high"):
-                    cols[f"{series}_{v}"].append(float(row[v]) if timed else np.nan)
-                cols[f"{series}_status"].append(row["status"] if row is not None else np.nan)
-                nodes_seen.append(float(row["n_nodes"]) if row is not None else np.nan)
-            for k, v in cols.items():
-                out[k] = v
-            out["native_nodes"] = out["native_nodes"].fillna(pd.Series(nodes_seen, index=out.index))
-        out["comparable"] = (out["layout"] == "real") & np.isclose(
-            out["native_nodes"].astype(float), out["n_nodes"].astype(float))
-        smp = "native:smp@mpich_mean"
-        out["speedup_vs_native_smp"] = (out[smp] / out["nap_mean"]).where(out["comparable"]) \
-            if smp in out else np.nan
-    return out.sort_values(["ppn", "procs", "size"]).reset_index(drop=True)
-
-
-def native_series(table: pd.DataFrame) -> list[str]:
-    """The native series present in a ``times_table``, in drawing order."""
-    found = [c[:-len("_mean")] for c in table.columns
-             if c.endswith("_mean") and c.startswith("native:")]
-    order = list(NATIVE_STYLE)
-    return sorted(found, key=lambda k: order.index(k) if k in order else len(order))
 
 
 # ------------------------------------------------------------------------------------ tables
@@ -381,10 +188,6 @@ def write_times(table: pd.DataFrame, base: Path) -> list[Path]:
 
 # ----------------------------------------------------------------------------------- figures
 
-def _truthy(v) -> bool:
-    return str(v).strip().lower() in ("true", "1", "1.0", "yes")
-
-
 def _plain_log(ax) -> None:
     """Log axis labelled 20, 50, 100 rather than 2×10¹."""
     from matplotlib.ticker import FuncFormatter, LogLocator
@@ -408,8 +211,8 @@ def _figure(d: pd.DataFrame, x: str, path, title: str,
     ``nat`` (``load_native``) hollow and dashed beside them, with a note when they ran on
     another layout than RD/SMP/NAP."""
     style.setup()
-    t = _timed(d)
-    tn = _timed(nat) if nat is not None and len(nat) else pd.DataFrame(columns=["series"])
+    t = timed_rows(d)
+    tn = timed_rows(nat) if nat is not None and len(nat) else pd.DataFrame(columns=["series"])
     ppns = sorted(t["ppn"].unique()) or [None]
     fig = Figure(figsize=(3.4 * len(ppns) + 0.6, 5.6), layout="constrained")
     axes = fig.subplots(2, len(ppns), squeeze=False, sharex="col")
@@ -448,9 +251,9 @@ def _figure(d: pd.DataFrame, x: str, path, title: str,
                 ax, s, x, color=c, marker=m, ls=ls, mfc="white", mec=c, label=native_label(series))
             if lay != "real":
                 notes.add(_real_note(n))
-        crowded = crowded or any(_truthy(v) for v in g.get("oversubscribed", [])) or any(
-            _truthy(v) for v in (n["oversubscribed"] if "oversubscribed" in n else []))
-        p = _pivot(g, [x]).sort_values(x) if len(g) else pd.DataFrame()
+        crowded = crowded or any(truthy(v) for v in g.get("oversubscribed", [])) or any(
+            truthy(v) for v in (n["oversubscribed"] if "oversubscribed" in n else []))
+        p = pivot(g, [x]).sort_values(x) if len(g) else pd.DataFrame()
         for col, ref, ls in (("speedup_vs_rd", "recursive_doubling", "-"),
                              ("speedup_vs_smp", "smp", "--")):
             if len(p) and p[col].notna().any():
@@ -537,39 +340,6 @@ def model_figure(path, params=None, ppn: int = 16, procs: int = 32768) -> list[P
 
 # ------------------------------------------------------------------------------------ Fig. 1
 
-FIG1_SIZE = 8  # one double
-
-
-def fig1_table(summary_csv) -> pd.DataFrame:
-    """Bienz et al., Fig. 1: each library's AUTO (``native:auto``) reducing one double (8 B,
-    float64, sum, no delay, timed per call) against P. One row per library, node count and P:
-    mean, CI, repetitions, status, oversubscribed."""
-    cols = ["library", "nodes", "procs", "mean", "ci_low", "ci_high", "n", "status",
-            "oversubscribed"]
-    d = _no_workload(_read(summary_csv))
-    d = d[d["algorithm"] == "native:auto"].copy()
-    for col in ("procs", "size", "mean", "ci_low", "ci_high", "n"):
-        if col in d:
-            d[col] = pd.to_numeric(d[col], errors="coerce")
-    d = d[d["size"] == FIG1_SIZE]
-    for col, want in (("dtype", "float64"), ("op", "sum"), ("delay", "none"),
-                      ("timing", "percall")):
-        if col in d:
-            d = d[d[col].fillna(want) == want]
-    if d.empty:
-        return pd.DataFrame(columns=cols)
-    d["nodes"] = pd.to_numeric(d["nodes"], errors="coerce").fillna(1).astype(int) \
-        if "nodes" in d else 1
-    d["oversubscribed"] = d["oversubscribed"].map(_truthy) if "oversubscribed" in d else False
-    if "n" not in d:
-        d["n"] = np.nan
-    if "finished" in d:
-        d = d.sort_values("finished")
-    d = d.drop_duplicates(["library", "nodes", "procs"], keep="last")
-    d["_lib"] = d["library"].map(style.library_sort_key)
-    return d.sort_values(["_lib", "nodes", "procs"])[cols].reset_index(drop=True)
-
-
 def write_fig1_table(table: pd.DataFrame, base: Path) -> list[Path]:
     header = ["library", "nodes", "P", "time", "95% CI", "n", "status"]
     rows = []
@@ -639,7 +409,7 @@ def make_fig1(summary_csv, tables_dir, figures_dir) -> list[Path]:
 
 
 def make_all(summary_csv, tables_dir, figures_dir) -> list[Path]:
-    summary = _read(summary_csv)
+    summary = read_summary(summary_csv)
     d = load(summary)
     nat = load_native(summary, like=d)
     written: list[Path] = []
@@ -656,18 +426,3 @@ def make_all(summary_csv, tables_dir, figures_dir) -> list[Path]:
     written += make_fig1(summary, tables_dir, figures_dir)
     written += model_figure(Path(figures_dir) / "node_aware_model", params=fitted_params(summary_csv))
     return written
-
-
-def fitted_params(summary_csv):
-    """The max-rate parameters ``harness fit`` wrote beside the summary
-    (``model_params.json``, its ``maxrate`` section), else None (the defaults)."""
-
-    return load_maxrate(Path(summary_csv).parent / "model_params.json")
-
-
-def main(argv=None) -> int:
-    return style.command_line(make_all, "node_aware", "SUMMARY_CSV TABLES_DIR FIGURES_DIR", argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

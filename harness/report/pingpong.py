@@ -20,7 +20,6 @@ are marked and carry no claim.
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -193,11 +192,3 @@ def make_all(summary_csv, tables_dir, figures_dir) -> list[Path]:
     """Write the table and the figure; returns the paths."""
     df = pd.read_csv(summary_csv)
     return write_table(df, tables_dir) + figure(df, Path(figures_dir) / FIGURE)
-
-
-def main(argv=None) -> int:
-    return style.command_line(make_all, "pingpong", "SUMMARY_CSV TABLES_DIR FIGURES_DIR", argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,5 @@
-"""Model projections past the cluster: what the cost models predict up to P = 16,384.
+"""Model projections past the cluster: what the cost models predict up to P = 16,384, drawn and
+tabled (the numbers: ``projection_model.py``).
 
 Two questions the measured campaign cannot answer on a few cores, answered from the models
 alone (no contention, no noise, no measurement):
@@ -38,10 +39,8 @@ map shows the single algorithm: the Table 1 models give e.g. (rd, rs) on a 2 x P
 
 from __future__ import annotations
 
-import json
 import math
 import textwrap
-from dataclasses import dataclass, fields
 from pathlib import Path
 
 import matplotlib
@@ -53,23 +52,14 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
-from .. import models, paths
+from .. import models
 from ..fileio import atomic_write_text
 from ..models import maxrate
 from . import style, tables
-from .node_aware import load
-
-MAX_PROCS = 16384
-PPN = 16
-# highly composite numbers: many divisors, so SUARA2 has many grids to choose from
-HIGHLY_COMPOSITE = (12, 24, 36, 48, 60, 120, 180, 240, 360, 720, 840, 1260, 1680, 2520, 5040,
-                    7560, 10080, 15120)
-SIZES = tuple(2 ** k for k in range(3, 29))  # 8B .. 256MiB
-TABLE_PROCS = (16, 64, 256, 1024, 4096, 16384)
-TABLE_SIZES = (8, 2048, 65536, 1 << 20, 16 << 20)
-CURVE_SIZES = (8192, 65536, 1 << 20, 16 << 20)
-TIE = 0.01
-FIT_FROM = 256  # the speedup exponent is fitted over P >= this (the asymptotic regime)
+from .projection_model import (CURVE_SIZES, FIT_FROM, MAX_PROCS, PPN, SIZES, SUARA, TIE,
+                               ProjectionParams, Region, load_params, measured_node_aware,
+                               measured_suara, node_aware_map, procs_grid, projection_frame,
+                               suara_map)
 
 # Table 1 model name -> the Open MPI algorithm, for colours and legends
 NATIVE = {"linear": "native:basic_linear", "nono": "native:nonoverlapping",
@@ -78,298 +68,15 @@ NATIVE = {"linear": "native:basic_linear", "nono": "native:nonoverlapping",
 NAMES = {"linear": "linear", "nono": "nonoverlapping (reduce + bcast)",
          "rd": "recursive doubling", "rnos": "ring", "rs": "segmented ring",
          "rab": "Rabenseifner"}
-SUARA = "suara2"
 # on the map SUARA2 is orange (style's "suara"): its usual magenta is close to rs's pink
 SUARA_COLOR = style.color("suara")
 NA_LABELS = {"rd": "RD", "smp": "SMP", "nap": "NAP"}
 NA_COLORS = {"rd": style.color("recursive_doubling"), "smp": style.color("native:smp"),
              "nap": "#e6550d"}
-NA_SUMMARY = {"recursive_doubling": "rd", "smp": "smp", "nap": "nap"}
-MAXRATE_FIELDS = tuple(f.name for f in fields(maxrate.MaxRateParams))
-
-
-# ----------------------------------------------------------------------------- parameters
-
-
-@dataclass(frozen=True)
-class ProjectionParams:
-    """The two models' parameters and where each came from (``*_source``: for titles)."""
-
-    hockney: models.Params
-    maxrate: maxrate.MaxRateParams
-    hockney_source: str
-    maxrate_source: str
-
-
-def _display_path(path) -> str:
-    p = Path(path).resolve()
-    for root in (paths.results_root().parent, paths.REPO_ROOT):
-        try:
-            return str(p.relative_to(root))
-        except ValueError:
-            pass
-    return str(path)
-
-
-def _prov_source(prov) -> str:
-    """The provenance's ``source``; for the max-rate section of ``harness fit`` (no source
-    key): the library fitted and the parameters that fell back."""
-    if not isinstance(prov, dict):
-        return "no provenance"
-    if prov.get("source"):
-        return str(prov["source"])
-    if prov.get("library") or prov.get("levels"):
-        text = f"ping-pong fit, library {prov.get('library') or 'any'}"
-        if prov.get("fallbacks"):
-            text += "; fallbacks for " + ", ".join(map(str, prov["fallbacks"]))
-        return text
-    return "no provenance source"
-
-
-def parse_params(doc, where: str) -> ProjectionParams:
-    """Both models' parameters from one JSON document (see the module docstring); ``where``
-    names the document in errors and titles. Raises ValueError naming the key."""
-    if not isinstance(doc, dict):
-        raise ValueError(f"{where}: expected a JSON object, got {type(doc).__name__}")
-    hockney = hsrc = mr = msrc = None
-    if "ab" in doc:
-        try:
-            hockney = models.Params.from_dict(doc)
-        except KeyError as exc:
-            raise ValueError(f"{where}: missing key {exc} (expected the keys of "
-                             "harness.models.Params.to_dict(): ab, gamma, m_s, rs_segments)") from None
-        except (TypeError, ValueError, AttributeError) as exc:
-            raise ValueError(f"{where}: Hockney parameters (keys ab, gamma, m_s): {exc}") from None
-        bad = [a for a in hockney.ab if a not in models.ALL6]
-        if bad:
-            raise ValueError(f"{where}: key ab: unknown algorithm(s) {', '.join(map(repr, bad))}; "
-                             f"expected some of {', '.join(models.ALL6)}")
-        for key, v in [("gamma", hockney.gamma), ("m_s", hockney.m_s)] + [
-                (f"ab.{a}", x) for a, pair in hockney.ab.items() for x in pair]:
-            if not (math.isfinite(v) and v >= 0) or (key == "m_s" and v == 0):
-                raise ValueError(f"{where}: key {key}: expected a non-negative finite number, got {v!r}")
-        missing = [a for a in models.ALL6 if a not in hockney.ab]
-        hsrc = f"{where} ({_prov_source(hockney.provenance)})"
-        if missing:
-            ab = dict(hockney.ab)
-            ab.update({a: models.Params.paper().ab[a] for a in missing})
-            hockney = models.Params(ab=ab, gamma=hockney.gamma, m_s=hockney.m_s,
-                                    rs_segments=hockney.rs_segments,
-                                    provenance={**hockney.provenance, "from_paper": missing})
-            hsrc += f"; {', '.join(missing)} from the paper"
-    block, block_key = None, None
-    if isinstance(doc.get("maxrate"), dict):
-        block, block_key = doc["maxrate"], "maxrate"
-    elif "ab" not in doc and any(k in doc for k in MAXRATE_FIELDS):
-        block, block_key = doc, None
-    if block is not None:
-        values = {k: block[k] for k in MAXRATE_FIELDS if k in block}
-        try:
-            mr = maxrate.MaxRateParams.from_dict(values)
-        except ValueError as exc:
-            raise ValueError(f"{where}: {'key maxrate: ' if block_key else ''}{exc}") from None
-        given = sorted(values)
-        msrc = f"{where} ({_prov_source(block.get('provenance'))}"
-        if len(given) < len(MAXRATE_FIELDS):
-            msrc += "; " + ", ".join(k for k in MAXRATE_FIELDS if k not in values) + " illustrative"
-        msrc += ")"
-    elif "maxrate" in doc:
-        raise ValueError(f"{where}: key maxrate: expected an object of {', '.join(MAXRATE_FIELDS)}, "
-                         f"got {doc['maxrate']!r}")
-    if hockney is None and mr is None:
-        raise ValueError(f"{where}: no model parameters: expected the keys of "
-                         "harness.models.Params.to_dict() (ab, gamma, m_s) and/or a 'maxrate' "
-                         f"object of {', '.join(MAXRATE_FIELDS)}; got keys {sorted(doc)}")
-    if hockney is None:
-        hockney, hsrc = models.Params.paper(), f"paper Table 4 (none in {where})"
-    if mr is None:
-        mr, msrc = maxrate.MaxRateParams.defaults(), f"illustrative defaults (none in {where})"
-    return ProjectionParams(hockney, mr, hsrc, msrc)
-
-
-def load_params(params_file=None, campaign_dir=None) -> ProjectionParams:
-    """``params_file`` if given (errors name it; ``paper``: the paper's, as ``harness model
-    suara2 --params paper``), else ``<campaign_dir>/model_params.json`` when it exists, else
-    the paper's and the illustrative defaults."""
-    if params_file == "paper":
-        params_file, campaign_dir = None, None
-    path = Path(params_file) if params_file else None
-    if path is None and campaign_dir is not None:
-        cand = Path(campaign_dir) / "model_params.json"
-        if cand.is_file():
-            path = cand
-    if path is None:
-        return ProjectionParams(models.Params.paper(), maxrate.MaxRateParams.defaults(),
-                                "paper Table 4 (Nuriyev et al.)",
-                                "illustrative defaults (MaxRateParams.defaults())")
-    where = _display_path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ValueError(f"{where}: cannot read: {exc.strerror or exc}") from None
-    try:
-        doc = json.loads(text)
-    except ValueError as exc:
-        raise ValueError(f"{where}: not valid JSON: {exc}") from None
-    return parse_params(doc, where)
-
-
-# ----------------------------------------------------------------------------- model grids
-
-
-def procs_grid(max_procs: int = MAX_PROCS, multiple_of: int = 1, low: int = 4) -> list[int]:
-    """Powers of two and highly composite numbers from ``low`` to ``max_procs`` (included),
-    multiples of ``multiple_of`` only."""
-    cand = {2 ** k for k in range(1, 40) if 2 ** k <= max_procs} | set(HIGHLY_COMPOSITE)
-    cand.add(int(max_procs))
-    return sorted(p for p in cand if low <= p <= max_procs and p % multiple_of == 0)
-
-
-def suara_map(params: models.Params, procs, sizes, tie: float = TIE) -> dict:
-    """SUARA2 (Algorithm 2) against the best single algorithm at every (size, P): arrays of
-    shape (len(sizes), len(procs)) — ``winner`` ("suara2" or a Table 1 name), ``time`` (the
-    winner's), ``single``/``single_time`` (best single algorithm on all P), ``speedup``
-    (single_time / time, 1 where a single algorithm wins), ``grid_speedup`` (best proper grid
-    over the best single, whatever wins; NaN without a grid), ``rs_speedup`` (best grid over
-    rs alone), ``a_r``, ``a_c``, ``P_r``, ``P_c`` (the best grid's). A grid wins only with a
-    speedup above ``1 + tie``. ``models.decide_suara2`` costs some tens of microseconds, so
-    the whole map takes well under a second."""
-    procs, sizes = [int(p) for p in procs], [float(s) for s in sizes]
-    shape = (len(sizes), len(procs))
-    out = {k: np.full(shape, np.nan) for k in ("time", "single_time", "speedup", "grid_speedup",
-                                               "rs_speedup", "grid_time")}
-    for k in ("winner", "single", "a_r", "a_c"):
-        out[k] = np.full(shape, "", dtype=object)
-    out["P_r"] = np.zeros(shape, dtype=int)
-    out["P_c"] = np.zeros(shape, dtype=int)
-    for i, m in enumerate(sizes):
-        for j, P in enumerate(procs):
-            single, t_single = models.best_single(P, m, params)
-            ar, ac, pr, pc, t_grid, fallback = models.decide_suara2(P, m, params, grids_only=True)
-            out["single"][i, j], out["single_time"][i, j] = single, t_single
-            if fallback != "no-grid":
-                out["a_r"][i, j], out["a_c"][i, j] = ar, ac
-                out["P_r"][i, j], out["P_c"][i, j] = pr, pc
-                out["grid_time"][i, j] = t_grid
-                out["grid_speedup"][i, j] = t_single / t_grid
-                out["rs_speedup"][i, j] = models.cost("rs", P, m, params) / t_grid
-            if fallback != "no-grid" and t_grid * (1 + tie) < t_single:
-                out["winner"][i, j], out["time"][i, j] = SUARA, t_grid
-                out["speedup"][i, j] = t_single / t_grid
-            else:
-                out["winner"][i, j], out["time"][i, j] = single, t_single
-                out["speedup"][i, j] = 1.0
-    out["procs"], out["sizes"] = np.array(procs), np.array(sizes)
-    return out
-
-
-def node_aware_map(params: maxrate.MaxRateParams, ppn: int, procs, sizes) -> dict:
-    """The max-rate model of RD, SMP and NAP at every (size, P) with P = nodes x ppn (every P
-    must be a multiple of ppn): arrays (len(sizes), len(procs)) ``winner`` ("rd", "smp",
-    "nap"), ``time`` (the winner's), ``rd``/``smp``/``nap`` (each one's time) and
-    ``speedup`` (RD time / winner time). Ties go to RD, then SMP."""
-    procs, sizes = [int(p) for p in procs], [float(s) for s in sizes]
-    shape = (len(sizes), len(procs))
-    out = {a: np.full(shape, np.nan) for a in maxrate.ALGORITHMS}
-    for j, P in enumerate(procs):
-        if P % ppn:
-            raise ValueError(f"P={P} is not a multiple of ppn={ppn}")
-        for i, s in enumerate(sizes):
-            for a in maxrate.ALGORITHMS:
-                out[a][i, j] = maxrate.cost(a, P // ppn, ppn, s, params).total
-    stack = np.stack([out[a] for a in maxrate.ALGORITHMS])
-    idx = np.argmin(stack, axis=0)
-    out["winner"] = np.array(maxrate.ALGORITHMS, dtype=object)[idx]
-    out["time"] = np.take_along_axis(stack, idx[None], axis=0)[0]
-    out["speedup"] = out["rd"] / out["time"]
-    out["procs"], out["sizes"], out["ppn"] = np.array(procs), np.array(sizes), int(ppn)
-    return out
-
-
-# ----------------------------------------------------------------------------- measured region
-
-
-@dataclass(frozen=True)
-class Region:
-    """Min..max P and size of the measured cells concerned, and how many there are."""
-
-    p_min: int
-    p_max: int
-    s_min: int
-    s_max: int
-    cells: int
-
-
-def _region(d: pd.DataFrame) -> Region | None:
-    if d.empty:
-        return None
-    return Region(int(d["procs"].min()), int(d["procs"].max()), int(d["size"].min()),
-                  int(d["size"].max()), len(d))
-
-
-def _timed_undelayed(summary_csv) -> pd.DataFrame:
-    d = tables.load_summary(summary_csv)  # workload rows left out
-    d = d[tables.timed_mask(d)]
-    return d[d["delay"].astype(str).isin(["none", "", "nan"])]
-
-
-def measured_suara(summary_csv) -> Region | None:
-    """The SUARA cells of a summary: ``suara2`` and Open MPI's native algorithms, timed
-    (ok / not-converged) and undelayed. None without a summary or such cells."""
-    if summary_csv is None or not Path(summary_csv).is_file():
-        return None
-    d = _timed_undelayed(summary_csv)
-    keep = (d["algorithm"] == SUARA) | ((d["library"] == "openmpi")
-                                        & d["algorithm"].str.startswith("native:"))
-    return _region(d[keep])
-
-
-def measured_node_aware(summary_csv) -> dict[int, Region]:
-    """Per ppn, the region of the summary's timed, undelayed RD/SMP/NAP cells (algorithms
-    ``recursive_doubling``, ``smp``, ``nap``; ppn from the record or the ``ppn`` parameter)."""
-    if summary_csv is None or not Path(summary_csv).is_file():
-        return {}
-
-    d = load(summary_csv)
-    if d.empty:
-        return {}
-    d = d[d["status"].isin(tables.TIMED) & (pd.to_numeric(d["mean"], errors="coerce") > 0)]
-    if "delay" in d:
-        d = d[d["delay"].astype(str).isin(["none", "", "nan"])]
-    return {int(ppn): _region(g) for ppn, g in d.groupby("ppn")}
-
-
-# ----------------------------------------------------------------------------- table
 
 
 def _grid_text(r) -> str:
     return f"SUARA2 {r['P_r']}×{r['P_c']} ({r['a_r']}, {r['a_c']})"
-
-
-def projection_frame(pp: ProjectionParams, max_procs: int = MAX_PROCS, ppn: int = PPN,
-                     procs=TABLE_PROCS, sizes=TABLE_SIZES) -> pd.DataFrame:
-    """One row per (P, size) of the table grid (P up to ``max_procs``): SUARA2's decision and
-    the best single algorithm; RD/SMP/NAP at ``ppn`` (empty when ppn does not divide P)."""
-    procs = [p for p in procs if p <= max_procs] or [int(max_procs)]
-    sm = suara_map(pp.hockney, procs, sizes)
-    rows = []
-    for j, P in enumerate(procs):
-        na = node_aware_map(pp.maxrate, ppn, [P], sizes) if P % ppn == 0 else None
-        for i, s in enumerate(sizes):
-            r = {"procs": P, "size": int(s), "suara_winner": sm["winner"][i, j],
-                 "a_r": sm["a_r"][i, j], "a_c": sm["a_c"][i, j], "P_r": int(sm["P_r"][i, j]),
-                 "P_c": int(sm["P_c"][i, j]), "suara_time": sm["time"][i, j],
-                 "best_single": sm["single"][i, j], "best_single_time": sm["single_time"][i, j],
-                 "speedup": sm["speedup"][i, j], "grid_speedup": sm["grid_speedup"][i, j],
-                 "rs_speedup": sm["rs_speedup"][i, j], "ppn": ppn}
-            for k in ("na_winner", "rd_time", "smp_time", "nap_time", "na_time", "na_speedup_over_rd"):
-                r[k] = "" if k == "na_winner" else math.nan
-            if na is not None:
-                r.update(na_winner=na["winner"][i, 0], rd_time=na["rd"][i, 0],
-                         smp_time=na["smp"][i, 0], nap_time=na["nap"][i, 0],
-                         na_time=na["time"][i, 0], na_speedup_over_rd=na["speedup"][i, 0])
-            rows.append(r)
-    return pd.DataFrame(rows)
 
 
 HEADER = ["P", "size", "SUARA2 model: winner", "time", "best single", "time", "speedup",
@@ -720,5 +427,5 @@ def make_projection(summary_csv, tables_dir, figures_dir, params_file=None,
             "suara_region": region, "node_aware_regions": na_regions}
 
 
-__all__ = ["make_projection", "load_params", "parse_params", "suara_map", "node_aware_map",
-           "measured_suara", "measured_node_aware", "projection_frame", "procs_grid", "Region"]
+__all__ = ["make_projection", "write_tables", "suara_figure", "node_aware_figure", "HEADER",
+           "table_rows"]

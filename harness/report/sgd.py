@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -221,18 +220,3 @@ def make_table5(paths, tables_dir, figures_dir, experiment: str) -> list[Path]:
              f"(moving average of {SMOOTH})")
     written += loss_figure(docs, Path(figures_dir) / f"sgd_{experiment}_loss", title)
     return written
-
-
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) < 4:
-        print("usage: python -m harness.report.sgd TABLES_DIR FIGURES_DIR EXPERIMENT JSON...",
-              file=sys.stderr)
-        return 2
-    for p in make_table5(argv[3:], argv[0], argv[1], argv[2]):
-        print(p)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

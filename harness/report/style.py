@@ -213,18 +213,3 @@ def placeholder(path_without_ext, title: str, text: str) -> list[Path]:
     ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True, color="0.3")
     fig.suptitle(title)
     return save(fig, path_without_ext)
-
-
-def command_line(make, module: str, args: str, argv=None, optional: int = 0) -> int:
-    """``python -m harness.report.<module> SUMMARY_CSV TABLES_DIR FIGURES_DIR [...]``: call
-    ``make`` with the arguments (3 required ones plus up to ``optional`` more) and print the
-    files it wrote; 2 and a usage line when the count is wrong."""
-    import sys
-
-    argv = sys.argv[1:] if argv is None else argv
-    if not 3 <= len(argv) <= 3 + optional:
-        print(f"usage: python -m harness.report.{module} {args}", file=sys.stderr)
-        return 2
-    for p in make(*argv):
-        print(p)
-    return 0

@@ -1,0 +1,133 @@
+"""A launch's set-up and bookkeeping around its measurements (every rank runs it; rank 0
+writes): MPI initialised at the thread level the run asks for (``init_mpi``), the launch's
+provenance (``launch_provenance``: library and versions, hosts, cores, the environment that
+steers the libraries, the job script's hash), whether ranks share cores (``oversubscribed``),
+and the journal of an earlier attempt of the run (``resume``) with its raw table
+(``write_raw``). Used by ``bench.py`` and the SGD training program ``sgd.py``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from .. import __version__, fileio
+from ..cells import THREAD_LEVELS
+
+ENV_PREFIXES = ("OMPI_", "MPIR_CVAR_", "I_MPI_", "SLURM_", "MPI4PY_", "PMI_", "HYDRA_", "HARNESS_")
+
+
+def oversubscribed(comm) -> bool:
+    """More ranks on some node than it has cores (collective; the same answer everywhere)."""
+    from mpi4py import MPI
+
+    nodes = comm.allgather((os.environ.get("SLURMD_NODENAME") or MPI.Get_processor_name(),
+                            os.cpu_count() or 1))
+    count: dict = {}
+    for node, cores in nodes:
+        count[node] = count.get(node, 0) + 1
+    return any(count[node] > cores for node, cores in nodes)
+
+
+def launch_provenance(comm, spec: dict) -> dict:
+    import mpi4py
+    from mpi4py import MPI
+
+    hosts = comm.gather(MPI.Get_processor_name(), root=0)
+    # Slurm nodes can share a host name (several slurmd on one machine), so the node each
+    # rank ran on is taken from Slurm when there is one
+    node_names = comm.gather(os.environ.get("SLURMD_NODENAME") or MPI.Get_processor_name(), root=0)
+    # the cores of each rank's node, to tell oversubscribed runs (more ranks than cores)
+    cores = comm.gather(os.cpu_count(), root=0)
+    if comm.Get_rank() != 0:
+        return {}
+    script = spec.get("jobscript")
+    script_hash = None
+    if script and Path(script).is_file():
+        script_hash = hashlib.sha256(Path(script).read_bytes()).hexdigest()
+    return {
+        "library_version": MPI.Get_library_version().strip().splitlines()[0].strip(),
+        "library_version_full": MPI.Get_library_version().strip(),
+        "mpi_version": "%d.%d" % MPI.Get_version(),
+        "mpi4py": mpi4py.__version__,
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+        "harness": __version__,
+        "hosts": hosts,
+        "nodes": node_names,
+        "thread_level": THREAD_LEVELS[[MPI.THREAD_SINGLE, MPI.THREAD_FUNNELED,
+                                       MPI.THREAD_SERIALIZED, MPI.THREAD_MULTIPLE]
+                                      .index(MPI.Query_thread())],
+        "cores": cores,
+        "wtick": MPI.Wtick(),
+        "wtime_is_global": bool(comm.Get_attr(MPI.WTIME_IS_GLOBAL)),
+        "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
+        "jobscript": script,
+        "jobscript_sha256": script_hash,
+        "git_commit": spec.get("git_commit"),
+        "config_hash": spec.get("config_hash"),
+    }
+
+
+def write_raw(path: Path, tables: list) -> None:
+    import pyarrow as pa
+
+    fileio.write_parquet(path, pa.concat_tables(tables, promote_options="default"))
+
+
+def resume(spec: dict, rank: int):
+    """The run document and raw rows of an earlier attempt of this run with the same settings,
+    from its journal (``progress/<run>.json``): cells that failed or timed out are retried."""
+    progress, raw_path = Path(spec["outputs"]["progress"]), Path(spec["outputs"]["raw"])
+    if rank != 0 or not progress.is_file():
+        return None, []
+    try:
+        doc = fileio.read_json(progress)
+    except ValueError as exc:
+        print(f"harness.measure.bench: {progress}: unreadable ({type(exc).__name__}); the run is "
+              f"measured from its start", file=sys.stderr, flush=True)
+        return None, []
+    if not isinstance(doc, dict) or doc.get("run_id") != spec["run_id"] or doc.get("settings") != spec["settings"]:
+        return None, []
+    doc["cells"] = [c for c in doc["cells"] if c["status"] not in ("failed", "timeout")]
+    done = [c["cell_id"] for c in doc["cells"]]
+    raw = []
+    if raw_path.is_file() and done:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        try:
+            table = pq.read_table(raw_path)
+        except (OSError, ValueError, pa.ArrowException) as exc:
+            # the repetitions of the finished cells are lost: they are measured again
+            print(f"harness.measure.bench: {raw_path}: unreadable ({type(exc).__name__}); its "
+                  f"{len(done)} measured cell(s) are measured again", file=sys.stderr, flush=True)
+            doc["cells"] = []
+            return doc, []
+        raw = [table.filter(pc.is_in(table["cell_id"], value_set=pa.array(done)))]
+    return doc, raw
+
+
+def init_mpi(thread_level: str):
+    """Initialise MPI at ``thread_level`` (single, funneled, serialized, multiple): mpi4py
+    would ask for MULTIPLE, which changes some libraries' costs and algorithm rankings.
+    Returns the MPI module; exits 3 when the library provides less than asked."""
+    import mpi4py
+
+    mpi4py.rc.thread_level = thread_level
+    from mpi4py import MPI
+
+    levels = [MPI.THREAD_SINGLE, MPI.THREAD_FUNNELED, MPI.THREAD_SERIALIZED, MPI.THREAD_MULTIPLE]
+    wanted = levels[THREAD_LEVELS.index(thread_level)]
+    if MPI.Query_thread() < wanted:
+        if MPI.COMM_WORLD.Get_rank() == 0:
+            print(f"harness.measure.bench: asked for thread level {thread_level}, the library provides "
+                  f"{THREAD_LEVELS[levels.index(MPI.Query_thread())]}", file=sys.stderr)
+        MPI.COMM_WORLD.Abort(3)
+    return MPI

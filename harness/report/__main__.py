@@ -1,0 +1,7 @@
+"""``python -m harness.report NAME ARGUMENTS...``: write one report (``registry.py``)."""
+
+import sys
+
+from .registry import main
+
+sys.exit(main())

@@ -1,0 +1,164 @@
+"""Castelló et al.'s cost models (Table 1) and the data they are held against: the THEO, OVL
+and NOVL variants of each algorithm (``parts``, ``variants``), the measured native cells of
+their five algorithms (``measured``), the models beside the measurements (``model_table``) and
+the network parameters of this machine beside the papers' (``params_table``). Drawn and written
+by ``castello_models.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from .. import models, netparams
+from ..libraries import get_library
+from . import tables
+
+ALGORITHMS = ("RDB", "RSA", "LIN", "RNG", "SRG")
+# Castelló et al.'s algorithms as the native algorithms of each library (Table 2)
+NATIVE = {
+    "openmpi": {"RDB": "native:recursive_doubling", "RSA": "native:rabenseifner",
+                "LIN": "native:basic_linear", "RNG": "native:ring",
+                "SRG": "native:segmented_ring"},
+    "mpich": {"RDB": "native:recursive_doubling", "RSA": "native:reduce_scatter_allgather",
+              "RNG": "native:ring"},
+    "impi": {"RDB": "native:recursive_doubling", "RSA": "native:rabenseifner",
+             "RNG": "native:ring"},
+}
+SEGMENT_ENV = "OMPI_MCA_coll_tuned_allreduce_algorithm_segmentsize"
+# Castelló et al., Sect. 3.3 / 4: alpha = 2 us, beta = 11,770 MB/s, gamma = 8e9 FP32 flop/s
+CASTELLO = {"alpha": 2e-6, "beta": 1 / 11.77e9, "gamma": 1 / (8e9 * 4)}
+MIB = float(2**20)
+
+
+# --------------------------------------------------------------------------- models
+
+
+def segments(m: float, segment: float) -> float:
+    """SRG's s: segments of the whole message (at least 1)."""
+    return max(1.0, math.ceil(float(m) / float(segment)))
+
+
+def parts(alg: str, p: float, m: float, alpha: float, beta: float, gamma: float,
+          segment: float = 65536, s: float | None = None) -> tuple[float, float, float]:
+    """(L, B, A) of Table 1 in seconds for ``p`` processes and ``m`` bytes per process. SRG's
+    segment count is ``s`` when given (Fig. 1 fixes s = 24), else ``ceil(m / segment)``."""
+    p, m = float(p), float(m)
+    if p < 2:
+        return 0.0, 0.0, 0.0
+    lg = math.log2(p)
+    f = (p - 1) / p
+    if alg == "RDB":
+        return lg * alpha, m * lg * beta, m * lg * gamma
+    if alg == "RSA":
+        return 2 * lg * alpha, 2 * m * f * beta, m * f * gamma
+    if alg == "LIN":
+        return 2 * (p - 1) * alpha, 2 * m * (p - 1) * beta, m * (p - 1) * gamma
+    if alg == "RNG":
+        return 2 * (p - 1) * alpha, 2 * m * f * beta, m * f * gamma
+    if alg == "SRG":
+        s = segments(m, segment) if s is None else float(s)
+        return ((2 * p + s - 3) * alpha, ((p + s - 2) * m / s + (p - 1) * m / p) * beta,
+                (p + s - 2) * m / s * gamma)
+    raise ValueError(f"algorithm: expected one of {', '.join(ALGORITHMS)}, got {alg!r}")
+
+
+def variants(alg, p, m, alpha, beta, gamma, segment=65536, s=None) -> dict:
+    """THEO, OVL, NOVL times (s) of one algorithm (module doc)."""
+    L, B, A = parts(alg, p, m, alpha, beta, gamma, segment, s)
+    return {"THEO": L + B + A, "OVL": L + max(B, A), "NOVL": 2 * L + 2 * B + A}
+
+
+def mibs(m, t):
+    return float(m) / float(t) / MIB if t > 0 else math.nan
+
+
+# --------------------------------------------------------------------------- data
+
+
+def segment_size(library: str) -> float:
+    try:
+        env = get_library(library).native("native:segmented_ring").env
+        return float(env.get(SEGMENT_ENV, 65536)) or 65536.0
+    except (KeyError, ValueError, OSError):
+        return 65536.0
+
+
+def measured(df: pd.DataFrame) -> pd.DataFrame:
+    """The timed, undelayed native rows of the mapped algorithms, with column ``alg``
+    (RDB, ...); op sum and the most frequent dtype."""
+    d = tables.prepare(df)
+    d = d[tables.timed_mask(d)]
+    d = d[(d["delay"] == "none") & (d["max_delay"].fillna(0) == 0)]
+    names = {(lib, nat): a for lib, m in NATIVE.items() for a, nat in m.items()}
+    d = d.assign(alg=[names.get((lib, a)) for lib, a in zip(d["library"], d["algorithm"])])
+    d = d[d["alg"].notna()]
+    if len(d):
+        d = d[d["op"] == "sum"] if (d["op"] == "sum").any() else d
+        d = d[d["dtype"] == d["dtype"].mode().iloc[0]]
+    return d.reset_index(drop=True)
+
+
+def params_doc(summary_csv, params_json) -> dict:
+    if params_json is not None and Path(params_json).is_file():
+        return json.loads(Path(params_json).read_text())
+    return netparams.fit_file(summary_csv)
+
+
+def pingpong_for(doc: dict, library: str) -> tuple[dict, str]:
+    pp = doc.get("pingpong") or {}
+    if not pp:
+        raise netparams.FitError("the parameter file has no 'pingpong' section: the campaign "
+                                 "needs pingpong cells (harness fit)")
+    if library in pp:
+        return pp[library], library
+    other = netparams.PREFERRED_LIBRARY if netparams.PREFERRED_LIBRARY in pp else sorted(pp)[0]
+    return pp[other], other
+
+
+def model_table(meas: pd.DataFrame, doc: dict) -> pd.DataFrame:
+    """One row per measured (library, P, algorithm, size): measured and modelled."""
+    rows = []
+    gamma_all = float(doc["gamma"])
+    for r in meas.itertuples(index=False):
+        pp, src = pingpong_for(doc, r.library)
+        g = pp.get("gamma") or gamma_all
+        v = variants(r.alg, r.procs, r.size, pp["alpha"], pp["beta"], g, segment_size(r.library))
+        real = mibs(r.size, r.mean)
+        rows.append({"library": r.library, "procs": int(r.procs), "algorithm": r.alg,
+                     "native": r.algorithm, "size": int(r.size), "mean": float(r.mean),
+                     "real_mibs": real, "theo_mibs": mibs(r.size, v["THEO"]),
+                     "ovl_mibs": mibs(r.size, v["OVL"]), "novl_mibs": mibs(r.size, v["NOVL"]),
+                     "real_over_theo": real / mibs(r.size, v["THEO"]),
+                     "theo_time": v["THEO"], "params_from": f"ping-pong {src}",
+                     "oversubscribed": str(getattr(r, "oversubscribed", "")).lower() == "true"})
+    cols = ["library", "procs", "algorithm", "native", "size", "mean", "real_mibs", "theo_mibs",
+            "ovl_mibs", "novl_mibs", "real_over_theo", "theo_time", "params_from", "oversubscribed"]
+    t = pd.DataFrame(rows, columns=cols)
+    if len(t):
+        t["_o"] = t["algorithm"].map(ALGORITHMS.index)
+        t = t.sort_values(["library", "procs", "_o", "size"]).drop(columns="_o")
+    return t.reset_index(drop=True)
+
+def params_table(doc: dict) -> pd.DataFrame:
+    """The fitted parameters of each library beside Castelló's and SUARA Table 4's."""
+    rows = []
+    for lib, f in (doc.get("pingpong") or {}).items():
+        rows.append({"source": f"this machine, {lib} ping-pong ({f['level']})", "alpha": f["alpha"],
+                     "beta": f["beta"], "gamma": f.get("gamma") or doc["gamma"], "r2": f["r2"],
+                     "n": f["n"]})
+    mr = doc.get("maxrate")
+    if mr:
+        rows.append({"source": f"this machine, max-rate ({mr['provenance']['library']}): "
+                               f"alpha, 1/R_b; R_N {mr['R_N'] / 1e9:.3g} GB/s",
+                     "alpha": mr["alpha"], "beta": 1 / mr["R_b"], "gamma": mr["gamma"],
+                     "r2": math.nan, "n": math.nan})
+    rows.append({"source": "Castelló et al. (ALTEC, InfiniBand EDR)", **CASTELLO,
+                 "r2": math.nan, "n": math.nan})
+    rows.append({"source": "SUARA Table 4 (Shaheen-II, rs)", "alpha": models.PAPER_ALPHA_RS,
+                 "beta": models.PAPER_BETA_RS, "gamma": models.PAPER_GAMMA, "r2": math.nan,
+                 "n": math.nan})
+    return pd.DataFrame(rows)
