@@ -170,6 +170,15 @@ def _spec_of(store: CampaignStore, run_id: str) -> dict | None:
         return None
 
 
+def _complete_journal(store: CampaignStore, run_id: str) -> dict | None:
+    try:
+        journal = read_json(store.progress(run_id))
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(journal, dict) and isinstance(journal.get("cells"), list)
+    return journal if ok and journal.get("status") == "complete" else None
+
+
 def load_run_doc(store: CampaignStore, run_id: str, log=None) -> dict:
     """``runs/<run_id>.json``; when it does not parse, it is rebuilt from the run's journal
     (``progress/<run_id>.json``, cells it lacks recorded ``failed``) and rewritten, with one
@@ -180,6 +189,15 @@ def load_run_doc(store: CampaignStore, run_id: str, log=None) -> dict:
         if not isinstance(doc, dict) or not isinstance(doc.get("cells"), list):
             raise ValueError("not a run document (no list of cells)")
         return doc
+    except FileNotFoundError:
+        # gone since it was listed: a second workflow on this campaign is running the run's job
+        # again (Snakemake removes a job's outputs first) and will rewrite it from the same
+        # complete journal, which is read here and left for that workflow to write
+        journal = _complete_journal(store, run_id)
+        if journal is None:
+            raise StoreError(f"{path}: missing, and its run has no complete journal: run "
+                             f"`harness retry {store.campaign}` to measure it") from None
+        return journal
     except ValueError as exc:
         problem = f"{path}: unreadable ({type(exc).__name__}: {str(exc)[:80]})"
     spec = _spec_of(store, run_id)
