@@ -4,8 +4,9 @@
 # Each stage is one file under workflow/rules/; this file only wires them.
 from snakemake.exceptions import WorkflowError
 
-from harness.config import ConfigError
-from harness.workflow import Campaign
+from harness.campaign.config import ConfigError
+from harness.campaign.workflow import Campaign
+from harness.report.registry import REPORTS, Facts
 
 # `--configfile mine.yaml` runs that file alone: Snakemake would otherwise merge it into the
 # default config key by key (the default's experiments would run too)
@@ -19,6 +20,10 @@ except ConfigError as exc:
 
 RES = str(CAMPAIGN.store.dir)
 FIG = str(CAMPAIGN.figures)
+# what decides which reports the campaign gets and what they write (harness/report/registry.py)
+FACTS = Facts.of(CAMPAIGN.runs.values(), confirm_groups=CAMPAIGN.confirm_groups(),
+                 tune_libraries=CAMPAIGN.tune_libraries(),
+                 sgd_experiments=sorted(CAMPAIGN.cfg.sgd or {}))
 
 wildcard_constraints:
     run="r[0-9a-f]{12}",

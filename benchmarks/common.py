@@ -19,8 +19,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness import fileio, libraries, results, runner  # noqa: E402
+from harness import fileio, libraries
+from harness.campaign import runner
 from harness.cells import Cell, Run  # noqa: E402
+from harness.results import store as results  # noqa: E402
 
 
 def lib_env(lib) -> dict:

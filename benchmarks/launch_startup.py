@@ -28,8 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import REPO, lib_env, libraries, median  # noqa: E402
 
-from harness import results, runner  # noqa: E402
+from harness.campaign import runner  # noqa: E402
 from harness.cells import Cell, Run  # noqa: E402
+from harness.results import store as results
 
 
 def timed(argv: list, env: dict) -> float:

@@ -18,8 +18,8 @@ import argparse
 import mpi4py
 
 mpi4py.rc.thread_level = "single"
-from mpi4py import MPI  # noqa: E402
 import numpy as np  # noqa: E402
+from mpi4py import MPI  # noqa: E402
 
 
 def main():

@@ -92,7 +92,7 @@ class Library:
     def native(self, algorithm: str) -> NativeAlgorithm:
         """The catalogue entry of ``native:<name>``; KeyError listing the valid names.
         ``native:tuned`` has no environment of its own: the cell's ``tuning`` parameter names
-        the campaign whose tuning file loads (``harness.plan.launch_env``)."""
+        the campaign whose tuning file loads (``harness.campaign.plan.launch_env``)."""
         name = algorithm.split(":", 1)[1] if algorithm.startswith("native:") else algorithm
         if name == "tuned":
             return NativeAlgorithm("tuned", None, {}, selector=True, description=(

@@ -79,8 +79,10 @@ def execute_run(results_root, library, cells, settings=None, campaign="t", plugi
                 timeout=300, algorithm_env=None):
     """Render, write and execute one run of ``cells`` through the same path as the workflow.
     Returns (outcome, run document, store)."""
-    from harness import fileio, libraries, results, runner
+    from harness import fileio, libraries
+    from harness.campaign import runner
     from harness.cells import Run
+    from harness.results import store as results
 
     lib = libraries.get_library(library)
     env = algorithm_env

@@ -28,8 +28,7 @@ def build(root: Path) -> Path:
     on them, as the workflow's report rules do; returns the tables directory."""
     sys.path.insert(0, str(HERE.parent))
     from harness import models
-    from harness.report import (castello_models, cross_library, figures, node_aware, pap,
-                                pingpong, projection, suara)
+    from harness.report import castello_models, cross_library, figures, node_aware, pap, pingpong, projection, suara
 
     res, figs = root / "results" / "golden", root / "figures" / "golden"
     res.mkdir(parents=True)

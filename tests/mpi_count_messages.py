@@ -21,8 +21,8 @@ from mpi4py import MPI
 
 from harness import verify
 from harness.algorithms import Context, resolve
-from harness.measure.counting import count_call
 from harness.layout import resolve as resolve_layout
+from harness.measure.counting import count_call
 
 
 def main() -> int:

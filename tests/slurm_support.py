@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
-
 from conftest import FAST_STOP, REPO, snakemake_slurm
-from harness.cutdown import cut_down
+
+from harness.campaign.cutdown import cut_down
 
 CONFIGS = sorted((REPO / "config").glob("paper-*.yaml"))
 CAMPAIGN = "tiny"

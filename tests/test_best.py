@@ -7,7 +7,7 @@ import math
 import pandas as pd
 
 from harness.analysis.best import fastest, timed_mask
-from harness.confirm import pick
+from harness.campaign.confirm import pick
 from harness.report.tables import auto_vs_best
 
 

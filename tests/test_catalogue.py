@@ -1,8 +1,8 @@
 """Every catalogue entry of every library runs and is verified correct at small P."""
 
 import pytest
-
 from conftest import execute_run
+
 from harness import libraries
 from harness.cells import Cell
 

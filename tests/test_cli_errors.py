@@ -3,7 +3,6 @@
 import re
 
 import pytest
-
 from conftest import harness
 
 
@@ -92,7 +91,6 @@ def test_a_local_run_past_four_ranks_per_core_is_refused(results_root, capsys):
 
 def test_a_zero_byte_allreduce_is_measured_and_its_bandwidth_is_na(results_root):
     import pandas as pd
-
     from conftest import FAST
 
     out = harness("run", "--procs", "2", "--size", "0B", "--library", "mpich", *FAST)
@@ -159,7 +157,7 @@ def test_the_memory_check_counts_three_buffers_per_rank(results_root, monkeypatc
 
 
 def _campaign(tmp_path, launch):
-    from harness import config, plan
+    from harness.campaign import config, plan
 
     cfg = tmp_path / "c.yaml"
     cfg.write_text(f"campaign: m\nlaunch: {launch}\nexperiments:\n  a: {{libraries: [mpich], "

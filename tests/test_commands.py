@@ -13,8 +13,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 import yaml
-
 from conftest import FAST, HARNESS, REPO, harness
+
 from harness import libraries
 from harness.algorithms import harness_names
 from harness.cli import main
@@ -86,7 +86,7 @@ def test_install_of_a_library_whose_marker_names_another_wheel_installs_it(tmp_p
 
 def test_retry_dry_run_lists_the_failed_runs_and_changes_nothing(results_root, tmp_path,
                                                                   capsys):
-    from harness import config, plan
+    from harness.campaign import config, plan
 
     cfg = tmp_path / "c.yaml"
     cfg.write_text("campaign: t\nexperiments:\n  a: {libraries: [mpich], algorithms: "

@@ -4,9 +4,9 @@ import copy
 
 import pytest
 import yaml
-
 from conftest import REPO, harness
-from harness import config, plan
+
+from harness.campaign import config, plan
 
 BASE = {
     "campaign": "t",

@@ -8,11 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats as st
-
-from harness.confirm import gain_interval, pick, schedule, verdict
 from test_workflow import snakemake, write_config
-from winners_support import (FAST, SLOW, algorithm_of, expected_verdict, means_by_cell,
-                             run_docs, set_winners)
+from winners_support import FAST, SLOW, algorithm_of, expected_verdict, means_by_cell, run_docs, set_winners
+
+from harness.campaign.confirm import gain_interval, pick, schedule, verdict
 
 
 def test_gain_interval_is_the_t_interval_of_the_log_ratios():

@@ -1,16 +1,16 @@
-"""Distributed SGD of the PAP paper's CNN (harness/measure/sgd.py, harness/sgd_stage.py): the model, the config block,
+"""Distributed SGD of the PAP paper's CNN (harness/measure/sgd.py, harness/campaign/sgd_stage.py): the model, the config block,
 real training under Open MPI at P = 2 with ring, SLT and PRR (the loss falls, the ranks end
 with identical parameters), a wrong allreduce is an error, and Table 5 from the executions."""
 
 import copy
 
 import pytest
-
 from conftest import PLUGIN
-from harness import config, fileio
-from harness import sgd_stage
-from harness.measure import sgd  # imports torch only where it trains
 from requirements_support import require_module
+
+from harness import fileio
+from harness.campaign import config, sgd_stage
+from harness.measure import sgd  # imports torch only where it trains
 
 
 @pytest.fixture(autouse=True)

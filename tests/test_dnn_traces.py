@@ -8,9 +8,9 @@ import csv
 import importlib.util
 
 import pytest
+from requirements_support import missing, require_module, require_spec
 
 from harness.dnn import fusion, traces
-from requirements_support import missing, require_module, require_spec
 
 MiB = 1024 * 1024
 TORCHVISION = ("alexnet", "resnet50", "vgg11")

@@ -14,7 +14,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-
 from conftest import HARNESS, REPO
 from test_workflow import SNAKEMAKE, env_for, job_seconds, snakemake, summary
 

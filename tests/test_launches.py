@@ -8,13 +8,13 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import stats as st
-
 from conftest import FAST, harness
-from harness import plan
-from harness.config import validate
-from harness.launches import combine
+from scipy import stats as st
 from test_workflow import snakemake, summary, write_config
+
+from harness.campaign import plan
+from harness.campaign.config import validate
+from harness.results.launches import combine
 
 
 def row(launch, mean, status="ok", hw=0.01, n=100, **over):
@@ -107,7 +107,7 @@ def test_workflow_resume_keeps_finished_launches(tmp_path):
 
 
 def test_bus_bandwidth_of_an_allreduce_and_of_a_point_to_point_row():
-    from harness.launches import bus_bandwidth
+    from harness.results.launches import bus_bandwidth
 
     assert bus_bandwidth("native:ring", 100.0, 4) == 150.0  # 2(P-1)/P of the message per link
     assert bus_bandwidth("pingpong", 100.0, 4) == 100.0  # one link, once

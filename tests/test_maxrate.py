@@ -5,8 +5,8 @@ import math
 import re
 
 import pytest
-
 from conftest import harness
+
 from harness.models.maxrate import MaxRateParams, cost, injection_time
 from harness.units import format_time
 

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-
 from conftest import FAST, PLUGIN, execute_run, harness
+
 from harness.cells import Cell
 from harness.verify import DTYPES, OPS
 

@@ -1,7 +1,6 @@
 """`harness model suara2` prints the model's choice."""
 
 import pytest
-
 from conftest import harness
 
 

@@ -10,13 +10,13 @@ import pytest
 from harness import models
 from harness.models import (
     ALL6,
+    Params,
     analytical_formula,
     basis,
-    coefficients,
-    decide_suara2,
-    Params,
     brute_force_suara2,
+    coefficients,
     cost,
+    decide_suara2,
     divisors,
     fit,
     fit_all,

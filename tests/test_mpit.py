@@ -7,8 +7,8 @@ import re
 import sys
 
 import pytest
-
 from conftest import REPO, run_mpi
+
 from harness.libraries import get_library
 
 SCRIPT = REPO / "tests" / "mpi_force_fingerprint.py"

@@ -1,4 +1,4 @@
-"""Network parameters from ping-pong and reduce_local rows (harness/netparams.py), the combined
+"""Network parameters from ping-pong and reduce_local rows (harness/analysis/netparams.py), the combined
 model_params.json, `harness fit` / `harness model nap --params`, and the Castelló / Bienz
 model reports (harness/report/castello_models.py)."""
 
@@ -6,13 +6,14 @@ import json
 
 import pandas as pd
 import pytest
-
 from conftest import harness
-from harness import models, netparams
+
+from harness import models
+from harness.analysis import netparams
 from harness.models import maxrate
 from harness.report import castello_data as cd
 from harness.report import castello_models as cm
-from harness.results import SUMMARY_COLUMNS
+from harness.results.store import SUMMARY_COLUMNS
 
 # exact parameters the synthetic rows are generated from
 LEVEL = {"socket": (0.3e-6, 4e-11), "node": (0.9e-6, 9e-11), "network": (2.5e-6, 1.6e-10)}
@@ -210,8 +211,9 @@ def test_real_pingpong_run_is_fitted_end_to_end(results_root, tmp_path):
     """One real Open MPI launch at P=2 (ping-pong at three sizes, a local reduction at two),
     then `harness fit` and `harness model nap` on its summary."""
     from conftest import execute_run, fast_settings
-    from harness import results
+
     from harness.cells import Cell
+    from harness.results import store as results
 
     cells = [Cell("openmpi", "pingpong", 2, s, params=(("pairs", 1),)) for s in (8, 2**16, 2**22)]
     cells += [Cell("openmpi", "reduce_local", 2, s, dtype="float32") for s in (2**16, 2**22)]

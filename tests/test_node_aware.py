@@ -15,14 +15,14 @@ import re
 import sys
 
 import pytest
-
 from conftest import FAST, REPO, execute_run, fast_settings, harness, run_mpi
+from mpi_check_support import THROTTLE, check_algorithms
+from requirements_support import require_mpi
+
 from harness import layout
 from harness.algorithms import REGISTRY
 from harness.algorithms.node_aware_schedules import nap_groups, nap_step_pattern, nap_steps
 from harness.cells import Cell
-from mpi_check_support import THROTTLE, check_algorithms
-from requirements_support import require_mpi
 
 MPICH = REPO / ".mpi" / "mpich"
 MPICH_ENV = {"MPI4PY_LIBMPI": str(MPICH / "lib" / "libmpi.so.12"), **THROTTLE}

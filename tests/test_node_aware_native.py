@@ -7,8 +7,8 @@ import subprocess
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import HARNESS, REPO, execute_run, fast_settings
+
 from harness.report import node_aware, node_aware_data
 
 SIZES = (8, 2048, 65536)
@@ -124,7 +124,7 @@ def test_fig1_from_a_real_run(results_root, tmp_path):
     """AUTO of MPICH reducing one double at P = 2 and 3 (real launches): the Fig. 1 table has
     both points with a time, P = 3 marked oversubscribed on a 2-core machine only if it is."""
     from harness.cells import Cell
-    from harness.results import CampaignStore, rebuild_summary
+    from harness.results.store import CampaignStore, rebuild_summary
 
     for procs in (2, 3):
         cell = Cell("mpich", "native:auto", procs, 8, "float64", "sum", "none", 0.0, 0, 1, (),

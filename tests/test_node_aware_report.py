@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
-
 from conftest import REPO
+
 from harness.report import node_aware_data
 
 SNAKEMAKE = [str(Path(sys.executable).parent / "snakemake")]

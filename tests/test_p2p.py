@@ -4,9 +4,9 @@ implementations), each P on a communicator of a launch of ``tests/mpi_check_algo
 (tests/mpi_check_support.py); and the registry entries."""
 
 import pytest
+from mpi_check_support import check_algorithms
 
 from harness.algorithms import REGISTRY, register, resolve
-from mpi_check_support import check_algorithms
 
 NAMES = {"linear", "nonoverlapping", "recursive_doubling", "ring", "segmented_ring",
          "rabenseifner"}

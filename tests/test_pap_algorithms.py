@@ -4,7 +4,6 @@ op (with a user-defined one) and uneven counts (``tests/mpi_check_algorithms.py 
 P on a communicator of the first P ranks of a launch)."""
 
 import pytest
-
 from mpi_check_support import check_algorithms
 
 

@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-
 from conftest import FAST, execute_run, fast_settings, harness
-from harness.delays import DELAY_MODES
+
 from harness.cells import Cell
+from harness.delays import DELAY_MODES
 
 # The online estimate against the injected delay (P = 4 on 2 cores, one-late 50 ms): the
 # estimate scales the time to edge(0.5) by 2, so a rank woken late at its edge by a loaded

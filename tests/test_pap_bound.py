@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import REPO
-from harness import config, plan
+
+from harness.campaign import config, plan
 from harness.report import pap, pap_data
 
 MS = 1e-3

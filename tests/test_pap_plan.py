@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from harness.algorithms import REGISTRY
-from harness.algorithms.pap import (arrival_order, prestep_counts, prr_plan, prr_schedule,
-                                    segment_ends)
+from harness.algorithms.pap import arrival_order, prestep_counts, prr_plan, prr_schedule, segment_ends
 
 
 def test_fig8_example_one_process_two_tau_late():
@@ -167,7 +166,7 @@ def test_pap_family_is_registered():
 def test_config_rejects_an_unknown_knowledge(value, where):
     import yaml
 
-    from harness import config
+    from harness.campaign import config
     from harness.paths import REPO_ROOT
 
     doc = yaml.safe_load((REPO_ROOT / "config" / "experiments.yaml").read_text())

@@ -2,7 +2,7 @@
 
 1. Each plans: `harness plan` accepts it and every experiment expands to cells and runs; each
    file quotes the paper it reproduces (its figures or tables).
-2. Each, cut down by harness.cutdown to P <= 4 on at most 2 nodes (every experiment kept),
+2. Each, cut down by harness.campaign.cutdown to P <= 4 on at most 2 nodes (every experiment kept),
    runs with `snakemake --profile slurm` on the local two-node Slurm of .ci/slurm (all four
    as one campaign, tests/slurm_support.py, shared with tests/test_slurm.py): every
    experiment's cells are in summary.csv, measured (ok / not-converged), and every report
@@ -13,11 +13,11 @@ import re
 import subprocess
 
 import pytest
-import yaml
-
 import slurm_support
+import yaml
 from conftest import FAST_STOP, HARNESS, REPO
-from harness.cutdown import cut_down
+
+from harness.campaign.cutdown import cut_down
 
 CONFIGS = sorted((REPO / "config").glob("paper-*.yaml"))
 IDS = [p.stem for p in CONFIGS]
@@ -57,8 +57,8 @@ def test_paper_config_plans_every_experiment(path):
 
 def test_paper_scale():
     """The two configs reproduce the papers' own P, node counts, sizes and delays."""
-    from harness.config import load
-    from harness.plan import expand
+    from harness.campaign.config import load
+    from harness.campaign.plan import expand
 
     cfg = load(REPO / "config" / "paper-castello.yaml")
     cells = [c for r in expand(cfg) for c in r.cells]
@@ -87,8 +87,8 @@ def test_paper_scale():
 def test_cut_down_keeps_every_experiment_within_two_nodes(tmp_path):
     """The cut-down of each paper config plans, keeps every experiment, and stays within
     P <= 4, 2 nodes, 2 sizes, one small max delay (no Slurm needed)."""
-    from harness.config import load
-    from harness.plan import expand
+    from harness.campaign.config import load
+    from harness.campaign.plan import expand
 
     for path in CONFIGS:
         doc = yaml.safe_load(path.read_text())
@@ -150,13 +150,10 @@ def test_merged_cut_down_keeps_every_experiment_of_every_paper_config():
 @pytest.mark.xdist_group("slurm")
 @pytest.mark.timeout(slurm_support.CAMPAIGN_TIMEOUT + 300)
 def test_cut_down_paper_configs_run_on_slurm(paper_campaign):
-    from harness.config import load
-    from harness.plan import expand
-    from harness.report.castello_models import OUTPUT_FIGURES as CASTELLO_FIGURES
-    from harness.report.castello_models import OUTPUT_TABLES as CASTELLO_TABLES
-    from harness.report.suara import OUTPUT_FIGURES as SUARA_FIGURES
-    from harness.report.suara import OUTPUT_TABLES as SUARA_TABLES
-    from harness.runner import START_RETRIES
+    from harness.campaign.config import load
+    from harness.campaign.plan import expand
+    from harness.campaign.runner import START_RETRIES
+    from harness.report.registry import REPORTS
 
     camp = paper_campaign
     camp.assert_ran()  # every rule, the report's too, ended well
@@ -187,13 +184,13 @@ def test_cut_down_paper_configs_run_on_slurm(paper_campaign):
     assert {"pingpong", "reduce_local"} <= set(df.algorithm)  # castello-pingpong, -gamma
     outputs += [tables / "pingpong.md", figures / "pingpong_fig4.png",
                 camp.results / "model_params.json"]
-    outputs += [tables / f"{n}.md" for n in CASTELLO_TABLES]
-    outputs += [figures / f"{n}.png" for n in CASTELLO_FIGURES]
+    outputs += [tables / f"{n}.md" for n in REPORTS["castello_models"].tables]
+    outputs += [figures / f"{n}.png" for n in REPORTS["castello_models"].figures]
     assert {"nap", "smp"} <= set(df.algorithm)  # paper-nap
     outputs += [tables / "node_aware_counts.md", figures / "node_aware_vs_size.png"]
     assert {"suara2", "three_step"} <= set(df.algorithm)  # paper-suara
-    outputs += [tables / f"{n}.md" for n in SUARA_TABLES]
-    outputs += [figures / f"{n}.png" for n in SUARA_FIGURES]
+    outputs += [tables / f"{n}.md" for n in REPORTS["suara"].tables]
+    outputs += [figures / f"{n}.png" for n in REPORTS["suara"].figures]
     outputs += [tables / "cross_library.md", figures / "cross_library.png",
                 tables / "projection.md", camp.results / "report" / "index.html"]
     missing = [str(p) for p in outputs if not p.is_file() or p.stat().st_size == 0]

@@ -8,11 +8,12 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import execute_run, fast_settings, harness
-from harness import config, plan, results
+
 from harness.algorithms import REGISTRY, p2p_bench
+from harness.campaign import config, plan
 from harness.cells import Cell
+from harness.results import store as results
 
 BASE = {"campaign": "pp", "experiments": {}}
 
@@ -165,7 +166,7 @@ def test_reduce_local_is_verified_and_timed(measured, library, size):
 
 
 def test_rows_stay_out_of_the_allreduce_reports(measured):
-    from harness import tune
+    from harness.campaign import tune
     from harness.report import tables
 
     df = measured["df"]

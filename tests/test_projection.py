@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 
 from harness import models
-from harness.models import maxrate
 from harness.cli import main
+from harness.models import maxrate
 from harness.report import projection_model as pm
-from harness.results import SUMMARY_COLUMNS
+from harness.results.store import SUMMARY_COLUMNS
 
 
 def _row(algorithm, procs, size, library="openmpi", status="ok", mean=1e-4, params=None,

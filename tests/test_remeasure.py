@@ -1,4 +1,4 @@
-"""A changed config re-measures exactly the runs whose identity changed (harness/plan.py: a
+"""A changed config re-measures exactly the runs whose identity changed (harness/campaign/plan.py: a
 run is its library, forcing environment, P, nodes and cells): adding a size to one
 experiment measures that experiment's new run and nothing else; renaming an experiment
 measures nothing."""
@@ -7,7 +7,6 @@ import json
 import re
 
 import yaml
-
 from test_workflow import snakemake, summary, write_config
 
 A = {"libraries": ["mpich"], "algorithms": ["native:ring"], "procs": [2], "sizes": ["8B"]}

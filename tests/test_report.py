@@ -11,7 +11,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from harness.report import figures, style, tables  # noqa: E402
-from harness.results import SUMMARY_COLUMNS  # noqa: E402
+from harness.results.store import SUMMARY_COLUMNS  # noqa: E402
 
 
 def row(library, algorithm, size, mean, status="ok", procs=4, hw=0.05, **kw):

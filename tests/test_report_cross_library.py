@@ -8,10 +8,10 @@ import json
 
 import pandas as pd
 import pytest
+from conftest import REPO
 from PIL import Image
 
-from conftest import REPO
-from harness import config
+from harness.campaign import config
 from harness.report import cross_library as xl
 
 US = 1e-6

@@ -3,6 +3,7 @@ tables and figures whatever the cells' statuses (no MPI; the summaries are synth
 like the workflow's own)."""
 
 import json
+from pathlib import Path
 
 import matplotlib
 
@@ -11,12 +12,14 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
+from test_pap_report import summary as pap_summary  # noqa: E402
+from test_report import row  # noqa: E402
+from test_report import summary as native_summary
+from test_report_suara import synthetic as suara_synthetic  # noqa: E402
 
 from harness.report import figures, node_aware, pap, suara  # noqa: E402
-from harness.results import SUMMARY_COLUMNS  # noqa: E402
-from test_pap_report import summary as pap_summary  # noqa: E402
-from test_report import row, summary as native_summary  # noqa: E402
-from test_report_suara import synthetic as suara_synthetic  # noqa: E402
+from harness.report.registry import REPORTS, Facts  # noqa: E402
+from harness.results.store import SUMMARY_COLUMNS  # noqa: E402
 
 LIBRARIES = ["mpich", "openmpi", "impi"]
 STATS = ["n", "mean", "ci_low", "ci_high", "rel_halfwidth", "std", "median", "median_ci_low",
@@ -90,18 +93,11 @@ SCENARIOS = [all_failed, all_timeout, one_library_failed, mixed_statuses, no_met
 
 
 def declared(tables_dir, figures_dir):
-    """What the workflow's report rules declare for a campaign with these experiments."""
-    out = [tables_dir / f"auto_vs_best.{e}" for e in ("md", "tex", "csv")]
-    out += [figures_dir / f"auto_vs_best_{lib}.{e}" for lib in LIBRARIES for e in ("png", "pdf")]
-    out += [tables_dir / f"{n}.{e}" for n in suara.OUTPUT_TABLES for e in ("md", "tex", "csv")]
-    out += [figures_dir / f"{n}.{e}" for n in suara.OUTPUT_FIGURES for e in ("png", "pdf")]
-    out += [tables_dir / f"node_aware_{n}.{e}" for n in ("counts", "times")
-            for e in ("md", "tex", "csv")]
-    out += [figures_dir / f"node_aware_{n}.{e}" for n in ("vs_procs", "vs_size", "model")
-            for e in ("png", "pdf")]
-    out += [tables_dir / f"pap_table{n}.{e}" for n in (3, 4) for e in ("md", "tex", "csv")]
-    out += [figures_dir / f"pap_fig{n}.{e}" for n in (10, 11, 12) for e in ("png", "pdf")]
-    return out
+    """What the workflow's report rules declare for a campaign with these experiments (the
+    registry's outputs of the four reports made here)."""
+    facts = Facts(native_libraries=tuple(LIBRARIES))
+    return [Path(p) for name in ("auto_vs_best", "suara", "node_aware", "pap")
+            for p in REPORTS[name].outputs(str(tables_dir), str(figures_dir), facts)]
 
 
 @pytest.mark.parametrize("fault", SCENARIOS, ids=lambda f: f.__name__)

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import PLUGIN, REPO
 from test_faults import config, store
 from test_workflow import env_for

@@ -9,11 +9,12 @@ matplotlib.use("Agg")
 
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
+from test_report import row  # noqa: E402
 
 from harness import models  # noqa: E402
 from harness.algorithms.suara import MODEL_TO_OPENMPI  # noqa: E402
 from harness.report import suara  # noqa: E402
-from test_report import row  # noqa: E402
+from harness.report.registry import REPORTS  # noqa: E402
 
 MiB = 2**20
 TRUE = models.Params(ab={a: (3e-6 * (1 + i / 5), 2e-10 * (1 + i / 3)) for i, a in enumerate(models.ALL6)},
@@ -54,9 +55,9 @@ def test_make_suara_writes_every_table_and_figure(tmp_path):
     path = synthetic(tmp_path)
     written = suara.make_suara(path, tmp_path / "tables", tmp_path / "figures")
     names = {p.name for p in written}
-    for t in suara.OUTPUT_TABLES:
+    for t in REPORTS["suara"].tables:
         assert {f"{t}.md", f"{t}.tex", f"{t}.csv"} <= names
-    for f in suara.OUTPUT_FIGURES:
+    for f in REPORTS["suara"].figures:
         assert {f"{f}.png", f"{f}.pdf"} <= names
     assert all(p.stat().st_size > 0 for p in written)
 

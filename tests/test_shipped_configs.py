@@ -6,7 +6,6 @@ import re
 import subprocess
 
 import pytest
-
 from conftest import REPO
 from test_workflow import SNAKEMAKE, env_for
 
@@ -49,7 +48,7 @@ def job_stats(log: str) -> dict[str, int]:
 def test_shipped_config_plans(tmp_path, monkeypatch, name):
     import yaml
 
-    from harness.workflow import Campaign
+    from harness.campaign.workflow import Campaign
 
     path = REPO / "config" / name
     out = subprocess.run(

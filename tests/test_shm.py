@@ -13,7 +13,6 @@ import json
 import re
 
 import pytest
-
 from conftest import FAST, harness
 from mpi_check_support import check_algorithms
 

@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
-
 import slurm_support
+import yaml
 from conftest import FAST_STOP, REPO, SITE_VARS, SNAKEMAKE, snakemake_slurm
 
 pytestmark = pytest.mark.xdist_group("slurm")
@@ -53,8 +52,8 @@ def run_uuid(log):
 
 
 def planned_runs(config_path):
-    from harness.config import load
-    from harness.plan import expand
+    from harness.campaign.config import load
+    from harness.campaign.plan import expand
 
     return {r.run_id: r for r in expand(load(config_path))}
 
@@ -158,7 +157,7 @@ def test_node_set_down_mid_run_then_back_and_rerun(tmp_path):
     journal), nothing is measured twice, and the report is built."""
     import time
 
-    from harness.runner import START_RETRIES
+    from harness.campaign.runner import START_RETRIES
 
     base = tmp_path / "down"
     base.mkdir()

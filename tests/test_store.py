@@ -1,9 +1,10 @@
-"""The results store's reading of run documents (harness/results.py)."""
+"""The results store's reading of run documents (harness/results/store.py)."""
 
 import pytest
 
-from harness import fileio, results
+from harness import fileio
 from harness.errors import StoreError
+from harness.results import store as results
 
 
 def test_a_run_document_gone_since_listed_is_read_from_its_complete_journal(tmp_path):

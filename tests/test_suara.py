@@ -4,7 +4,6 @@ sub-allreduces, the model's choice at P where no grid exists, and the chosen gri
 import json
 
 import pytest
-
 from conftest import FAST, harness
 from mpi_check_support import check_algorithms
 

@@ -9,8 +9,8 @@ import sys
 
 import pandas as pd
 import pytest
-
 from conftest import FAST, REPO, execute_run, fast_settings, harness, run_mpi
+
 from harness import models
 from harness.algorithms import suara
 

@@ -5,10 +5,11 @@ import json
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-
 from conftest import FAST, PLUGIN, execute_run, fast_settings, harness
-from harness import cells, plan
-from harness.config import ConfigError, validate
+
+from harness import cells
+from harness.campaign import plan
+from harness.campaign.config import ConfigError, validate
 from harness.cells import Cell
 
 
@@ -70,7 +71,7 @@ def test_imb_mode_measures_samples_of_back_to_back_calls(results_root, library):
     raw = pq.read_table(store.raw(doc["run_id"])).to_pandas()
     assert set(raw.iterations) == {20}
     df = pd.read_csv(store.summary) if store.summary.exists() else None
-    from harness.results import rebuild_summary
+    from harness.results.store import rebuild_summary
 
     df = rebuild_summary(store)
     assert set(df.timing) == {"imb"} and set(df.thread_level) == {"single"}
@@ -142,7 +143,7 @@ def test_oversubscribed_launch_is_marked_and_gets_its_own_budget(results_root):
     # ... and the last one ended past it, less the first repetition's two barriers: the
     # cell measured for its budget, not one repetition
     assert since_first[-1].max() >= 0.5 * budget, (n, since_first[-1])
-    from harness.results import rebuild_summary
+    from harness.results.store import rebuild_summary
 
     df = rebuild_summary(store)
     assert bool(df.oversubscribed.iloc[0]) is True

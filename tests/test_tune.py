@@ -5,9 +5,10 @@ import json
 
 import pandas as pd
 import pytest
-
 from conftest import harness
-from harness import results, tune
+
+from harness.campaign import tune
+from harness.results import store as results
 from harness.tuning import Rule, Table
 
 

@@ -6,7 +6,6 @@ measures one cell with a campaign's tuning."""
 import json
 
 import pandas as pd
-
 from conftest import HARNESS, REPO  # noqa: F401
 from test_workflow import env_for, snakemake, write_config
 from winners_support import algorithm_of, expected_verdict, means_by_cell, run_docs, set_winners

@@ -13,8 +13,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import REPO, run_mpi
+
 from harness.libraries import get_library
 from harness.tuning import Rule, Table, impi
 

@@ -11,11 +11,10 @@ import re
 import sys
 
 import pytest
-
 from conftest import REPO, run_mpi
+
 from harness.libraries import get_library
-from harness.tuning import Rule, Table
-from harness.tuning import mpich
+from harness.tuning import Rule, Table, mpich
 
 LIB = get_library("mpich")
 SCRIPT = REPO / "tests" / "mpi_force_fingerprint.py"

@@ -9,8 +9,8 @@ import re
 import sys
 
 import pytest
-
 from conftest import REPO, run_mpi
+
 from harness.libraries import get_library
 from harness.tuning import Rule, Table
 from harness.tuning import openmpi as om

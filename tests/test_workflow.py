@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
-
 from conftest import PLUGIN, REPO
 
 SNAKEMAKE = [str(Path(sys.executable).parent / "snakemake")]

@@ -6,9 +6,9 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import FAST, PLUGIN, harness
-from harness import config, plan
+
+from harness.campaign import config, plan
 from harness.dnn import fusion, traces, workload
 
 BASE = {"campaign": "w", "experiments": {}}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.confirm import gain_interval, verdict
+from harness.campaign.confirm import gain_interval, verdict
 
 SLOW, FAST = 1e-3, 1e-5  # seconds: a 100x gap, with intervals of +-1 %
 

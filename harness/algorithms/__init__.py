@@ -10,11 +10,12 @@ timed loop. Families live one per module and register with ``@register``; a plug
 to ``<name>`` by the launch environment (see ``harness/data/libraries.yaml``).
 """
 
+from . import (
+    node_aware,  # noqa: F401  (registers NAP and SMP)
+    p2p,  # noqa: F401  (registers the classic algorithms)
+    p2p_bench,  # noqa: F401  (registers pingpong and reduce_local)
+    pap,  # noqa: F401  (registers SLT and PRR)
+    shm,  # noqa: F401  (registers the shared-memory allreduce)
+    suara,  # noqa: F401  (registers SUARA2)
+)
 from .registry import REGISTRY, Algorithm, Context, harness_names, load_plugin, register, resolve  # noqa: F401
-
-from . import p2p  # noqa: F401  (registers the classic algorithms)
-from . import suara  # noqa: F401  (registers SUARA2)
-from . import node_aware  # noqa: F401  (registers NAP and SMP)
-from . import pap  # noqa: F401  (registers SLT and PRR)
-from . import shm  # noqa: F401  (registers the shared-memory allreduce)
-from . import p2p_bench  # noqa: F401  (registers pingpong and reduce_local)

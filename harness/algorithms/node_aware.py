@@ -75,8 +75,18 @@ import numpy as np
 from .. import layout as _layout
 from ..verify import aligned_empty
 from . import shm as _shm
-from .node_aware_schedules import (EXCHANGE, MASTERS_RD, RECV_REDUCE, SEND, SHM, SHM_BCAST,
-                                   TAG_NAP_EXCHANGE, TAG_NAP_FEED, nap_schedule, smp_schedule)
+from .node_aware_schedules import (
+    EXCHANGE,
+    MASTERS_RD,
+    RECV_REDUCE,
+    SEND,
+    SHM,
+    SHM_BCAST,
+    TAG_NAP_EXCHANGE,
+    TAG_NAP_FEED,
+    nap_schedule,
+    smp_schedule,
+)
 from .registry import REGISTRY, Context, register
 
 FAMILY = "node-aware"

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..libraries import library_sort_key
-from ..results import allreduce_rows
+from ..results.store import allreduce_rows
 from .best import AUTO, SELECTING, fastest, timed_mask
 
 MIB = float(2**20)

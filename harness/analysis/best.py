@@ -6,7 +6,7 @@ finite mean. Rows whose result was wrong, that failed or timed out are never can
 Equal means go to the algorithm whose name sorts first, so the same summary always gives the
 same BEST. The AUTO-vs-BEST table (``harness.analysis.auto_vs_best``, AUTO among the
 candidates, so BEST is never slower than AUTO), ``harness tune`` (which reads that table) and
-the confirmation stage (``harness.confirm.pick``: the fastest forced algorithm, to be measured
+the confirmation stage (``harness.campaign.confirm.pick``: the fastest forced algorithm, to be measured
 against AUTO again) all take it from here.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..results import TIMED  # the statuses whose mean is a time
+from ..results.store import TIMED  # the statuses whose mean is a time
 
 AUTO = "native:auto"  # the library's own choice
 # the library selecting by a tuning file or its autotuner: never a BEST candidate (not forced)

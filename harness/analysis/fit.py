@@ -9,7 +9,7 @@ import hashlib
 import pandas as pd
 
 from .. import models
-from ..results import allreduce_rows
+from ..results.store import allreduce_rows
 
 
 def fit_campaign(summary_csv, library: str = "openmpi", source: str = "native",

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import yaml
 
-from .. import config
-from ..workflow import Campaign
+from ..campaign import config
+from ..campaign.workflow import Campaign
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
@@ -65,7 +65,7 @@ def probability(text):
 
 
 def load_campaign(configfile, name: str, parser, arg: str):
-    """The ``harness.workflow.Campaign`` of ``configfile`` (default config/experiments.yaml),
+    """The ``harness.campaign.workflow.Campaign`` of ``configfile`` (default config/experiments.yaml),
     which must define campaign ``name``; else a one-line error naming ``arg``."""
     path = Path(configfile or config.DEFAULT_CONFIG)
     try:

@@ -7,7 +7,9 @@ import os
 import sys
 from pathlib import Path
 
-from .. import config, fileio, plan, results, runner
+from .. import fileio
+from ..campaign import config, plan, runner
+from ..results import store as results
 from ..units import parse_time
 from .args import typed
 
@@ -52,7 +54,7 @@ def cmd_plan(args, parser) -> int:
     print(f"  {'total':<{width}}  {total:>8} cells  {len(runs):>6} runs (cells shared by "
           f"experiments are measured once" + (f"; {launches} launches of each run" if launches > 1
                                               else "") + ")")
-    for name, e in (cfg.sgd or {}).items():  # distributed SGD (harness/measure/sgd.py, harness/sgd_stage.py, docs/sgd.md)
+    for name, e in (cfg.sgd or {}).items():  # distributed SGD (harness/measure/sgd.py, harness/campaign/sgd_stage.py, docs/sgd.md)
         algs = list(e["algorithms"])
         print(f"  sgd {name}: {e['library']} P={e['procs']}, {', '.join(algs)} x "
               f"{e['executions']} executions = {len(algs) * e['executions']} training launches "

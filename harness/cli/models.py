@@ -9,14 +9,10 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from .. import (
-    fileio,
-    models,
-    netparams,  # imports pandas and pyarrow: only when a fit is made
-    paths,
-    results,
-)
+from .. import fileio, models, paths
+from ..analysis import netparams
 from ..models import maxrate
+from ..results import store as results
 from ..units import format_size, format_time, parse_size
 from .args import OneLineErrorParser, int_at_least, positive_float, typed
 
@@ -238,7 +234,7 @@ def cmd_model_project(args, parser) -> int:
 def cmd_fit(args, parser) -> int:
     """Fit the Table 1 models (native allreduce cells) and the ping-pong and max-rate
     parameters (pingpong, reduce_local cells) to a campaign's summary; write them as one JSON
-    file (harness/netparams.py)."""
+    file (harness/analysis/netparams.py)."""
 
     store = results.CampaignStore(paths.results_root(), args.campaign)
     if not store.summary.is_file():

@@ -8,14 +8,16 @@ import json
 import os
 import sys
 
-from .. import cells, layout, libraries, paths, plan, rerun, results, runner, stats
+from .. import cells, layout, libraries, paths, stats
 from ..algorithms import harness_names, load_plugin
+from ..campaign import plan, rerun, runner
+from ..campaign.config import OVERSUBSCRIBE_FACTOR, too_many_ranks
+from ..campaign.plan import launch_env
 from ..cells import Cell, Run
-from ..config import OVERSUBSCRIBE_FACTOR, too_many_ranks
 from ..delays import DELAY_MODES, SYNC_MODES
 from ..dnn import workload
 from ..memory import too_big
-from ..plan import launch_env
+from ..results import store as results
 from ..units import format_size, format_time, parse_size, parse_time
 from ..verify import DTYPES, OPS
 from .args import int_at_least, load_campaign, positive_float, probability, typed

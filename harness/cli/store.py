@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .. import check, config, paths, plan, results, retry
+from .. import paths
+from ..campaign import config, plan
+from ..results import check, retry
+from ..results import store as results
 from .args import campaign_args
 
 

@@ -3,11 +3,8 @@
 
 from __future__ import annotations
 
-from .. import (
-    paths,
-    tune,  # imports pandas and pyarrow: only when tuning
-    tune_verify,  # imports pandas and pyarrow, as tune does
-)
+from .. import paths
+from ..campaign import tune, tune_verify
 from .args import campaign_args, load_campaign
 
 

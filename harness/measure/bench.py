@@ -17,14 +17,15 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import fileio, results, stats
+from .. import fileio, stats
 from ..algorithms import load_plugin
 from ..cells import Cell
 from ..delays import delay_vector
 from ..dnn import workload
 from ..libraries import get_library
-from .launch import init_mpi, launch_provenance, oversubscribed, resume, write_raw
+from ..results import store as results
 from .counting import record_counts
+from .launch import init_mpi, launch_provenance, oversubscribed, resume, write_raw
 from .timing import ARRIVAL, EXTRA, FINISH, IN_CELL, OFFSET, VERIFIED, TimedCell
 
 METRICS = ("mean", "max", "min", "span")

@@ -34,7 +34,7 @@ after training.
 
 Output (rank 0, atomically): ``spec["output"]``, see ``_document``.
 
-The executions' specs, job scripts and launches: ``harness/sgd_stage.py``.
+The executions' specs, job scripts and launches: ``harness/campaign/sgd_stage.py``.
 """
 
 from __future__ import annotations
@@ -46,8 +46,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import fileio, results
+from .. import fileio
 from ..algorithms import Context, load_plugin, resolve
+from ..results import store as results
 from .arrival import Monitor
 from .launch import init_mpi, launch_provenance
 

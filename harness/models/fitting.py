@@ -14,7 +14,6 @@ import numpy as np
 
 from .hockney import ALL6, PAPER_GAMMA, PAPER_MS, Params, coefficients
 
-
 # --------------------------------------------------------------------------- fitting
 
 

@@ -52,7 +52,7 @@ class MaxRateParams:
     def from_dict(cls, doc: dict, base: "MaxRateParams | None" = None) -> "MaxRateParams":
         """Parameters from a dict (keys as the fields; missing keys from ``base`` or the
         defaults). Unknown keys and values that are not positive numbers raise ValueError
-        naming the key. A ``model_params.json`` written by ``harness fit`` (harness/netparams.py)
+        naming the key. A ``model_params.json`` written by ``harness fit`` (harness/analysis/netparams.py)
         is read through its ``"maxrate"`` section (whose ``provenance`` is left aside)."""
         if "maxrate" in doc:
             doc = {k: v for k, v in doc["maxrate"].items() if k != "provenance"}

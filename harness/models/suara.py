@@ -38,7 +38,6 @@ import numpy as np
 
 from .hockney import Params, basis, best_single, resolve_algorithms, stage_cost
 
-
 # --------------------------------------------------------------------------- SUARA2
 
 

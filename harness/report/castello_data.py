@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import models, netparams
+from .. import models
+from ..analysis import netparams
 from ..libraries import get_library
 from . import tables
 

@@ -1,6 +1,6 @@
 """Theory against measurement (Castelló et al., Sect. 3, Table 1, Figs. 2-3) and the max-rate
 cost of one message (Bienz et al., Fig. 5), with the network parameters fitted from the
-campaign's ping-pong cells (``harness.netparams``, ``model_params.json``).
+campaign's ping-pong cells (``harness.analysis.netparams``, ``model_params.json``).
 
 **Table 1 in bytes.** The paper counts n data items per process, beta in items/s and gamma in
 additions/s. With m = bytes per process (the summary's ``size``), alpha [s], beta [s/B] (the
@@ -63,7 +63,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 
-from .. import netparams
+from ..analysis import netparams
 from ..fileio import atomic_write_text
 from ..models import maxrate
 from . import style, tables
@@ -410,8 +410,6 @@ def _net_from(fb: dict) -> str:
 # --------------------------------------------------------------------------- all
 
 
-OUTPUT_TABLES = ("castello_models", "network_params")
-OUTPUT_FIGURES = ("castello_fig1", "castello_fig2", "castello_fig3", "maxrate_fig5")
 
 
 def make_all(summary_csv, tables_dir, figures_dir, params_json=None) -> list[Path]:

@@ -1,4 +1,4 @@
-"""AUTO vs BEST as the confirmation stage measured it (``harness.confirm``): one table
+"""AUTO vs BEST as the confirmation stage measured it (``harness.campaign.confirm``): one table
 (md, tex, csv) and one figure of the gain t_AUTO / t_BEST with its 95 % interval.
 
 A gain whose interval contains 1 is a tie and is drawn as one (hollow grey marker, its bar

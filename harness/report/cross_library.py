@@ -35,7 +35,7 @@ import pandas as pd
 
 from ..fileio import atomic_write_text
 from . import style, tables
-from .figures import size_ticks, throughput_points, context_label
+from .figures import context_label, size_ticks, throughput_points
 from .workload import LIB_COLOURS, grouped_bars
 
 REFERENCE = "impi"

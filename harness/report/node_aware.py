@@ -47,11 +47,23 @@ from matplotlib.figure import Figure
 
 from ..fileio import atomic_write_text
 from ..models import maxrate
-from ..results import TIMED
+from ..results.store import TIMED
 from . import style, tables
-from .node_aware_data import (ALGORITHMS, NATIVE_SERIES, counts_table, fig1_table,
-                              fitted_params, load, load_native, native_series, pivot,
-                              read_summary, times_table, timed_rows, truthy)
+from .node_aware_data import (
+    ALGORITHMS,
+    NATIVE_SERIES,
+    counts_table,
+    fig1_table,
+    fitted_params,
+    load,
+    load_native,
+    native_series,
+    pivot,
+    read_summary,
+    timed_rows,
+    times_table,
+    truthy,
+)
 
 LABELS = {"recursive_doubling": "RD", "smp": "SMP", "nap": "NAP"}
 # RD keeps the harness's colour of recursive doubling; SMP takes that of the library's own SMP

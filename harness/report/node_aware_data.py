@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..analysis.netparams import load_maxrate
 from ..libraries import library_sort_key
-from ..netparams import load_maxrate
-from ..results import TIMED, row_json
+from ..results.store import TIMED, row_json
 
 ALGORITHMS = ("recursive_doubling", "smp", "nap")
 

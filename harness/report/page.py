@@ -10,7 +10,7 @@
   the command that measures it again;
 - links to the raw files.
 
-``make_page(campaign, out)`` takes a ``harness.workflow.Campaign``.
+``make_page(campaign, out)`` takes a ``harness.campaign.workflow.Campaign``.
 """
 
 from __future__ import annotations
@@ -22,125 +22,12 @@ from pathlib import Path
 import pandas as pd
 
 from ..fileio import atomic_write_text, read_json
-from ..results import oversubscribed
+from ..results.store import oversubscribed
+from .registry import captions
 
-# name -> (paper, what it reproduces, how to read it); the order is the page's order
-OUTPUTS = {
-    "auto_vs_best": ("Castelló et al.", "AUTO vs BEST (Sec. 4.3)",
-                     "per library, P and size: AUTO's time, the fastest native algorithm and the "
-                     "gain; (tie) where the 95% CIs overlap, ‡ oversubscribed"),
-    "auto_vs_best_confirmed": ("Castelló et al.", "AUTO vs BEST, confirmed in fresh launches",
-                               "gain t_AUTO/t_BEST from alternating launches (A B B A) with its "
-                               "95% CI; the verdict says whether BEST really wins"),
-    "tuned": ("tuned selection", "AUTO vs each library following the campaign's tuning file",
-              "fresh interleaved launches at measured and held-out points: gain AUTO/tuned, "
-              "tuned/BEST and Intel MPI's autotuner against tuned, each with its 95% CI"),
-    "tuned_*": ("tuned selection", "time against message size, AUTO vs tuned",
-                "per P: AUTO black, tuned red, BEST stars, Intel MPI's autotuner violet; "
-                "hollow markers are held-out points"),
-    "auto_vs_best_*": ("Castelló et al.", "Figs. 5-6: throughput of every native algorithm",
-                       "top: MiB/s against message size, AUTO thick black, BEST ringed and named; "
-                       "bottom: gain AUTO/BEST, empty bar = tie, hatched = oversubscribed"),
-    "network_params": ("Castelló et al.", "network parameters from ping-pong (Sect. 4, Fig. 4)",
-                       "Hockney alpha and beta per library from one-pair ping-pong, gamma from "
-                       "local reductions, the max-rate values, beside Castelló et al.'s and "
-                       "SUARA Table 4's"),
-    "castello_models": ("Castelló et al.", "Table 1 against measurement (Sect. 3.4)",
-                        "per library, P, algorithm and size: measured MiB/s (REAL) beside the "
-                        "Table 1 model (THEO), fully overlapped (OVL) and not overlapped (NOVL), "
-                        "all with the ping-pong parameters"),
-    "castello_fig1": ("Castelló et al.", "Fig. 1: Table 1 throughput against size, p, bandwidth "
-                      "and arithmetic rate",
-                      "MiB/s = n/THEO of RDB, RSA, LIN, RNG, SRG with the paper's alpha, beta, "
-                      "gamma (solid) and this machine's ping-pong fit (dashed)"),
-    "castello_fig2": ("Castelló et al.", "Fig. 2: theoretical (-T) against real throughput",
-                      "per P: MiB/s of RDB, RSA, LIN, RNG, SRG measured (solid) and modelled "
-                      "with the ping-pong parameters (dashed); higher is better"),
-    "castello_fig3": ("Castelló et al.", "Fig. 3: THEO, REAL, OVL and NOVL for RSA and RNG",
-                      "REAL below THEO and near NOVL: the overlap of sends and receives the "
-                      "model assumes does not happen"),
-    "cross_library": ("Castelló et al.", "Fig. 6: every library's AUTO and BEST; Fig. 10 "
-                      "(right) as a table",
-                      "figure: MiB/s = size/time against size, a colour per library, AUTO solid, "
-                      "BEST dashed; table: times and speedup over the reference library's AUTO, "
-                      "bold where the 95% CIs do not overlap"),
-    "cross_library_normalised": ("Castelló et al.", "Fig. 10 (right): over the reference "
-                                 "library's AUTO",
-                                 "per size, each library's AUTO (hatched) and BEST (solid) as "
-                                 "reference AUTO time / time; above the line at 1 is faster"),
-    "suara_choice": ("Nuriyev et al. (SUARA)", "SUARA2's choice per P and size",
-                     "grid and combination the model picks, predicted and measured time, "
-                     "against native AUTO, BEST and the 3-step decomposition"),
-    "model_vs_measured": ("Nuriyev et al. (SUARA)", "Table 1 models against measurements",
-                          "each classic algorithm's measured time next to its fitted model"),
-    "fitted_params": ("Nuriyev et al. (SUARA)", "Table 4: fitted Hockney parameters",
-                      "alpha (latency) and beta (time per byte) per algorithm, gamma"),
-    "suara_agreement": ("Nuriyev et al. (SUARA)", "Sect. 5: model pick against the measured best",
-                        "36 combinations on every grid: the pick's rank, its loss or a CI tie"),
-    "suara_speedup": ("Nuriyev et al. (SUARA)", "Fig. 8: speedup against P",
-                      "SUARA2 over Open MPI's AUTO and BEST, with sqrt(P) and the model"),
-    "suara_grid": ("Nuriyev et al. (SUARA)", "Fig. 7: time against P_c",
-                   "every grid of one P; the minimum is the best grid"),
-    "node_aware_counts": ("Bienz et al.", "message counts per call",
-                          "inter- and intra-node messages of one rank against the paper's step counts"),
-    "node_aware_times": ("Bienz et al.", "Figs. 12-17 as a table",
-                         "RD, SMP and NAP times and NAP's speedups; MPICH's own SMP and each "
-                         "AUTO ran on the real layout (one node here): no speedup over them "
-                         "unless both ran on the same real nodes"),
-    "node_aware_vs_procs": ("Bienz et al.", "Figs. 12-13 (16-17): time against P",
-                            "lower is better; hollow dashed: the libraries' own allreduce on "
-                            "the real layout, not comparable with emulated nodes"),
-    "node_aware_vs_size": ("Bienz et al.", "Figs. 14-17: time against message size",
-                           "lower is better; the paper's SMP overtakes NAP above 2048 B; hollow "
-                           "dashed: the libraries' own allreduce on the real layout"),
-    "node_aware_fig1": ("Bienz et al.", "Fig. 1: one double reduced by each library's AUTO "
-                        "against P", "lower is better; hollow / shaded: more ranks than cores, "
-                        "no claim"),
-    "maxrate_fig5": ("Bienz et al.", "Fig. 5: max-rate cost of one message",
-                     "modelled time per level (socket, node, network at ppn 1, 2, 4, ...) from "
-                     "the fitted parameters, with the measured ping-pong points"),
-    "node_aware_model": ("Bienz et al.", "the max-rate model of RD, SMP and NAP",
-                         "modelled cost with illustrative parameters, or those fitted from the "
-                         "campaign's ping-pong (harness fit) when it has some; see the title"),
-    "pap_table3": ("Proficz (PAP)", "Table 3: speedup over the ring",
-                   "bold where the CIs do not overlap; ≈ a tie"),
-    "pap_table4": ("Proficz (PAP)", "Table 4: difference to the ring", "negative is faster"),
-    "pap_fig10": ("Proficz (PAP)", "Fig. 10: time against max delay, one late process",
-                  "lower is better"),
-    "pap_fig11": ("Proficz (PAP)", "Fig. 11: time against max delay, random delays",
-                  "lower is better"),
-    "pap_fig12": ("Proficz (PAP)", "Fig. 12: time against P", "lower is better"),
-    "dnn_models": ("Castelló et al., Sect. 5", "Fig. 7 as a table: the models' gradients",
-                   "tensors, parameters against the published count, allreduce calls per "
-                   "iteration under each fusion policy"),
-    "dnn_fig7": ("Castelló et al., Sect. 5", "Fig. 7: message sizes and counts per model",
-                 "one gradient tensor per message before fusion"),
-    "pingpong": ("Castelló et al.; Bienz et al.", "Fig. 4: ping-pong one-way time and bandwidth",
-                 "round trip / 2 per library, pair level (socket, node, network) and k "
-                 "concurrent pairs; local reduction time and bytes/s (gamma)"),
-    "pingpong_fig4": ("Castelló et al.", "Fig. 4: ping-pong bandwidth",
-                      "left: one pair, size / one-way time per library and level; right: "
-                      "per-pair bandwidth per k concurrent pairs, or the local reduction's "
-                      "bytes/s"),
-    "workload": ("Castelló et al., Sect. 5", "training iteration: AUTO vs BEST",
-                 "one iteration's fused gradient calls back to back; projected images/s"),
-    "workload_normalised": ("Castelló et al., Sect. 5", "Fig. 10 (right) as a table",
-                            "images/s over the reference library's AUTO"),
-    "workload_fig9": ("Castelló et al., Sect. 5", "Fig. 9: images/s with AUTO and BEST",
-                        "projected from the measured iteration communication; higher is better"),
-    "workload_fig10": ("Castelló et al., Sect. 5", "Fig. 10: normalised images/s",
-                                "left: BEST over the library's own AUTO; right: over the "
-                                "reference library's AUTO"),
-    "projection": ("model projection", "predicted winners up to P = 16384, as a table",
-                   "models only: SUARA2 vs the best single Open MPI algorithm and RD/SMP/NAP "
-                   "at ppn 16, predicted times and speedups; the parameters are named"),
-    "projection_suara": ("model projection", "Nuriyev et al. Fig. 8 extended to P = 16384",
-                         "left: which wins per P and size, shade = SUARA2's speedup, box = "
-                         "measured cells; right: best grid's speedup against P with a sqrt(P) fit"),
-    "projection_node_aware": ("model projection", "Bienz et al. Figs. 10-11 extended",
-                              "per ppn, the fastest of RD, SMP and NAP, shade = speedup over "
-                              "RD, box = measured cells; below, 8 B against P and cost against size"),
-}
+# file stem (or prefix_*) -> (paper, what it reproduces, how to read it), from every report's
+# entry in the registry; the order is the page's order
+OUTPUTS = captions()
 UNFINISHED = ("failed", "wrong", "timeout")
 COLUMNS = ["cell_id", "experiment", "library", "algorithm", "params", "procs", "nodes", "size",
            "dtype", "op", "delay", "max_delay", "status", "n", "mean", "ci_low", "ci_high",
@@ -185,9 +72,9 @@ def _e(x) -> str:
 def _key(stem: str) -> str:
     if stem in OUTPUTS:
         return stem
-    for prefix in ("auto_vs_best_", "tuned_"):
-        if stem.startswith(prefix):
-            return prefix + "*"
+    for key in OUTPUTS:  # a file per library: auto_vs_best_*, tuned_*
+        if key.endswith("*") and stem.startswith(key[:-1]):
+            return key
     return stem
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..results import row_json
+from ..results.store import row_json
 from . import tables
 
 REFERENCE = "ring"

@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..results import TIMED, row_json
 from ..fileio import atomic_write_text
+from ..results.store import TIMED, row_json
 from ..units import format_size, format_time
 from . import style, tables
 

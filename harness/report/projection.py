@@ -56,10 +56,24 @@ from .. import models
 from ..fileio import atomic_write_text
 from ..models import maxrate
 from . import style, tables
-from .projection_model import (CURVE_SIZES, FIT_FROM, MAX_PROCS, PPN, SIZES, SUARA, TIE,
-                               ProjectionParams, Region, load_params, measured_node_aware,
-                               measured_suara, node_aware_map, procs_grid, projection_frame,
-                               suara_map)
+from .projection_model import (
+    CURVE_SIZES,
+    FIT_FROM,
+    MAX_PROCS,
+    PPN,
+    SIZES,
+    SUARA,
+    TIE,
+    ProjectionParams,
+    Region,
+    load_params,
+    measured_node_aware,
+    measured_suara,
+    node_aware_map,
+    procs_grid,
+    projection_frame,
+    suara_map,
+)
 
 # Table 1 model name -> the Open MPI algorithm, for colours and legends
 NATIVE = {"linear": "native:basic_linear", "nono": "native:nonoverlapping",

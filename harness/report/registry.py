@@ -1,21 +1,69 @@
-"""Every report by name, and the one command line that writes any of them:
+"""Every report by name: what it reproduces, when a campaign gets it, the files it writes with
+their captions, and how it is made. One entry per report; the workflow's report rules
+(``workflow/rules/report.smk``, one rule per entry), the outputs `rule all` and the report
+page ask for (``workflow/rules/page.smk``), the page's captions (``page.py``) and the command
+line all read this list:
 
     python -m harness.report NAME ARGUMENTS...
     python -m harness.report --list
 
 Most reports read a campaign's summary (``SUMMARY_CSV TABLES_DIR FIGURES_DIR``, some with one
-optional argument more); the SGD Table 5 reads the executions' documents. The workflow's
-rules call the same functions (``Report.load``). Each report's module is imported only when it
-is written (they import matplotlib and pandas). Adding a report is one entry here.
+optional argument more); the SGD Table 5 reads the executions' documents; the confirmed and
+tuned reports read their stages' documents and are made by their rules only. Each report's
+module is imported only when it is written (they import matplotlib and pandas). Adding a
+report is one entry here.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 SUMMARY = "SUMMARY_CSV TABLES_DIR FIGURES_DIR"
+TABLE_FORMATS = ("md", "tex", "csv")
+FIGURE_FORMATS = ("png", "pdf")
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What a campaign holds that decides which reports it gets and which files they write:
+    read from its runs (``harness.cells.Run``) and its stages' settings."""
+    native_libraries: tuple[str, ...] = ()  # libraries with native cells (not workloads)
+    node_aware: bool = False  # NAP or SMP cells, or an AUTO cell of one double (Bienz Fig. 1)
+    suara: bool = False  # SUARA2 cells
+    pap: bool = False  # cells with the PAP benchmark's compute phase
+    pingpong: bool = False  # ping-pong cells: network parameters and the models' reports
+    pingpong_or_local: bool = False  # ping-pong or local-reduction cells
+    workload_models: tuple[str, ...] = ()  # the models of the workload cells
+    confirm_groups: tuple[str, ...] = ()  # the confirmation stage's groups
+    tune_libraries: tuple[str, ...] = ()  # the libraries the tuning stage covers
+    sgd_experiments: tuple[str, ...] = ()  # the `sgd:` experiments
+
+    @classmethod
+    def of(cls, runs: Iterable, confirm_groups=(), tune_libraries=(), sgd_experiments=()):
+        pairs = [(r.library, c, dict(c.params)) for r in runs for c in r.cells]
+        allreduce = [(lib, c) for lib, c, p in pairs if not p.get("workload")]
+        algorithms = {c.algorithm for _, c, _ in pairs}
+        return cls(
+            native_libraries=tuple(sorted({lib for lib, c in allreduce
+                                           if c.algorithm.startswith("native:")})),
+            node_aware=bool({"nap", "smp"} & algorithms) or any(
+                c.algorithm == "native:auto" and c.size == 8 and c.dtype == "float64"
+                for _, c in allreduce),
+            suara="suara2" in algorithms,
+            pap=any("compute" in p for _, _, p in pairs),
+            pingpong="pingpong" in algorithms,
+            pingpong_or_local=bool({"pingpong", "reduce_local"} & algorithms),
+            workload_models=tuple(sorted({p["workload"] for _, _, p in pairs
+                                          if p.get("workload")})),
+            confirm_groups=tuple(sorted(confirm_groups)),
+            tune_libraries=tuple(tune_libraries),
+            sgd_experiments=tuple(sgd_experiments))
+
+
+Caption = tuple[str, str, str]  # (paper, what it reproduces, how to read it)
 
 
 @dataclass(frozen=True)
@@ -23,13 +71,48 @@ class Report:
     name: str
     module: str  # harness.report.<module>
     function: str  # its make_* function
-    about: str
-    usage: str = SUMMARY  # the arguments after NAME
+    about: str  # what it reproduces: paper, tables and figures
+    tables: tuple[str, ...] = ()  # file stems under tables/ ({library}, {experiment} expand)
+    figures: tuple[str, ...] = ()  # file stems under figures/<c>/
+    captions: dict[str, Caption] = field(default_factory=dict)  # stem (or prefix_*) -> caption
+    applies: Callable[[Facts], bool] = lambda facts: True  # does a campaign get it
+    rule: str = ""  # its workflow rule (report_<name> unless named)
+    from_summary: bool = True  # made from summary.csv by the generic rule of report.smk
+    on_page: bool = True  # the report page waits for it (`rule all` asks for it either way)
+    params: str = ""  # model_params.json: "required" (an input, passed as params_json) or
+    #                   "optional" (an input when it exists; the report finds it itself)
+    usage: str | None = SUMMARY  # its command-line arguments after NAME; None: rule only
     optional: int = 0  # how many of the last arguments may be left out
     variadic: bool = False  # the last argument repeats (one or more)
+    options: Callable[[Facts, dict], dict] = lambda facts, report: {}  # the rule's keywords,
+    #                                         from the facts and the config's `report:` block
+
+    @property
+    def rule_name(self) -> str:
+        return self.rule or f"report_{self.name}"
 
     def load(self):
         return getattr(importlib.import_module(f"harness.report.{self.module}"), self.function)
+
+    def outputs(self, tables_dir: str, figures_dir: str, facts: Facts,
+                experiment: str | None = None) -> list[str]:
+        """The files the report writes for a campaign with these facts; ``experiment`` (the
+        SGD report's wildcard) fills ``{experiment}`` instead of every SGD experiment."""
+        def stems(names):
+            out = []
+            for name in names:
+                if "{library}" in name:
+                    libs = (facts.tune_libraries if self.name == "tuned"
+                            else facts.native_libraries)
+                    out += [name.format(library=lib) for lib in libs]
+                elif "{experiment}" in name:
+                    exps = [experiment] if experiment else facts.sgd_experiments
+                    out += [name.replace("{experiment}", e) for e in exps]
+                else:
+                    out.append(name)
+            return out
+        return ([f"{tables_dir}/{s}.{e}" for s in stems(self.tables) for e in TABLE_FORMATS]
+                + [f"{figures_dir}/{s}.{e}" for s in stems(self.figures) for e in FIGURE_FORMATS])
 
     def arity_ok(self, n: int) -> bool:
         need = len(self.usage.split()) - self.optional
@@ -49,34 +132,220 @@ class Report:
 REPORTS = {r.name: r for r in (
     Report("auto_vs_best", "figures", "make_all",
            "AUTO vs BEST table and per-library throughput figures (Castelló et al., Sec. 4.3, "
-           "Figs. 5-6)"),
-    Report("suara", "suara", "make_suara", "SUARA2 / SUARA-L tables and figures (Nuriyev et al.)"),
-    Report("node_aware", "node_aware", "make_all",
-           "RD vs SMP vs NAP, message counts, the max-rate model, Fig. 1 (Bienz et al.)"),
-    Report("pap", "pap", "make_pap", "PAP Tables 3-4 and Figs. 10-12 (Proficz 2018)"),
-    Report("pingpong", "pingpong", "make_all", "ping-pong and local-reduction fits"),
-    Report("workload", "workload", "make_all",
-           "training-iteration workloads: AUTO vs BEST, images/s (Castelló et al., Figs. 9-10)"),
-    Report("cross_library", "cross_library", "make_all",
-           "the libraries side by side, normalised to a reference library",
-           f"{SUMMARY} [REFERENCE]", optional=1),
+           "Figs. 5-6)",
+           tables=("auto_vs_best",), figures=("auto_vs_best_{library}",), rule="report",
+           options=lambda facts, report: {"libraries": list(facts.native_libraries)},
+           captions={
+            "auto_vs_best": ("Castelló et al.", "AUTO vs BEST (Sec. 4.3)",
+                             "per library, P and size: AUTO's time, the fastest native algorithm and the "
+                             "gain; (tie) where the 95% CIs overlap, ‡ oversubscribed"),
+            "auto_vs_best_*": ("Castelló et al.", "Figs. 5-6: throughput of every native algorithm",
+                               "top: MiB/s against message size, AUTO thick black, BEST ringed and named; "
+                               "bottom: gain AUTO/BEST, empty bar = tie, hatched = oversubscribed"),
+           }),
+    Report("confirm", "confirm", "make_confirm",
+           "AUTO vs BEST confirmed in fresh A B B A launches, from confirm/<group>.json",
+           tables=("auto_vs_best_confirmed",), figures=("auto_vs_best_confirmed",),
+           applies=lambda facts: bool(facts.confirm_groups), from_summary=False, usage=None,
+           captions={
+            "auto_vs_best_confirmed": ("Castelló et al.", "AUTO vs BEST, confirmed in fresh launches",
+                                       "gain t_AUTO/t_BEST from alternating launches (A B B A) with its "
+                                       "95% CI; the verdict says whether BEST really wins"),
+           }),
+    Report("tuned", "tuned", "make_tuned",
+           "AUTO vs each library following the campaign's tuning file, from "
+           "tuning/verify-<library>.json",
+           tables=("tuned",), figures=("tuned_{library}",),
+           applies=lambda facts: bool(facts.tune_libraries), from_summary=False, usage=None,
+           captions={
+            "tuned": ("tuned selection", "AUTO vs each library following the campaign's tuning file",
+                      "fresh interleaved launches at measured and held-out points: gain AUTO/tuned, "
+                      "tuned/BEST and Intel MPI's autotuner against tuned, each with its 95% CI"),
+            "tuned_*": ("tuned selection", "time against message size, AUTO vs tuned",
+                        "per P: AUTO black, tuned red, BEST stars, Intel MPI's autotuner violet; "
+                        "hollow markers are held-out points"),
+           }),
     Report("castello_models", "castello_models", "make_all",
            "Castelló et al. Table 1's models against measurement, Bienz et al. Fig. 5",
-           f"{SUMMARY} [MODEL_PARAMS_JSON]", optional=1),
+           tables=("castello_models", "network_params"),
+           figures=("castello_fig1", "castello_fig2", "castello_fig3", "maxrate_fig5"),
+           applies=lambda facts: facts.pingpong, params="required",
+           usage=f"{SUMMARY} [MODEL_PARAMS_JSON]", optional=1,
+           captions={
+            "network_params": ("Castelló et al.", "network parameters from ping-pong (Sect. 4, Fig. 4)",
+                               "Hockney alpha and beta per library from one-pair ping-pong, gamma from "
+                               "local reductions, the max-rate values, beside Castelló et al.'s and "
+                               "SUARA Table 4's"),
+            "castello_models": ("Castelló et al.", "Table 1 against measurement (Sect. 3.4)",
+                                "per library, P, algorithm and size: measured MiB/s (REAL) beside the "
+                                "Table 1 model (THEO), fully overlapped (OVL) and not overlapped (NOVL), "
+                                "all with the ping-pong parameters"),
+            "castello_fig1": ("Castelló et al.", "Fig. 1: Table 1 throughput against size, p, bandwidth "
+                              "and arithmetic rate",
+                              "MiB/s = n/THEO of RDB, RSA, LIN, RNG, SRG with the paper's alpha, beta, "
+                              "gamma (solid) and this machine's ping-pong fit (dashed)"),
+            "castello_fig2": ("Castelló et al.", "Fig. 2: theoretical (-T) against real throughput",
+                              "per P: MiB/s of RDB, RSA, LIN, RNG, SRG measured (solid) and modelled "
+                              "with the ping-pong parameters (dashed); higher is better"),
+            "castello_fig3": ("Castelló et al.", "Fig. 3: THEO, REAL, OVL and NOVL for RSA and RNG",
+                              "REAL below THEO and near NOVL: the overlap of sends and receives the "
+                              "model assumes does not happen"),
+            "maxrate_fig5": ("Bienz et al.", "Fig. 5: max-rate cost of one message",
+                             "modelled time per level (socket, node, network at ppn 1, 2, 4, ...) from "
+                             "the fitted parameters, with the measured ping-pong points"),
+           }),
+    Report("cross_library", "cross_library", "make_all",
+           "the libraries side by side, normalised to a reference library",
+           tables=("cross_library",), figures=("cross_library", "cross_library_normalised"),
+           applies=lambda facts: len(facts.native_libraries) >= 2,
+           usage=f"{SUMMARY} [REFERENCE]", optional=1,
+           options=lambda facts, report: {"reference": report["reference_library"]},
+           captions={
+            "cross_library": ("Castelló et al.", "Fig. 6: every library's AUTO and BEST; Fig. 10 "
+                              "(right) as a table",
+                              "figure: MiB/s = size/time against size, a colour per library, AUTO solid, "
+                              "BEST dashed; table: times and speedup over the reference library's AUTO, "
+                              "bold where the 95% CIs do not overlap"),
+            "cross_library_normalised": ("Castelló et al.", "Fig. 10 (right): over the reference "
+                                         "library's AUTO",
+                                         "per size, each library's AUTO (hatched) and BEST (solid) as "
+                                         "reference AUTO time / time; above the line at 1 is faster"),
+           }),
+    Report("suara", "suara", "make_suara", "SUARA2 / SUARA-L tables and figures (Nuriyev et al.)",
+           tables=("suara_choice", "model_vs_measured", "fitted_params", "suara_agreement"),
+           figures=("suara_speedup", "suara_grid", "suara_agreement"),
+           applies=lambda facts: facts.suara,
+           captions={
+            "suara_choice": ("Nuriyev et al. (SUARA)", "SUARA2's choice per P and size",
+                             "grid and combination the model picks, predicted and measured time, "
+                             "against native AUTO, BEST and the 3-step decomposition"),
+            "model_vs_measured": ("Nuriyev et al. (SUARA)", "Table 1 models against measurements",
+                                  "each classic algorithm's measured time next to its fitted model"),
+            "fitted_params": ("Nuriyev et al. (SUARA)", "Table 4: fitted Hockney parameters",
+                              "alpha (latency) and beta (time per byte) per algorithm, gamma"),
+            "suara_agreement": ("Nuriyev et al. (SUARA)", "Sect. 5: model pick against the measured best",
+                                "36 combinations on every grid: the pick's rank, its loss or a CI tie"),
+            "suara_speedup": ("Nuriyev et al. (SUARA)", "Fig. 8: speedup against P",
+                              "SUARA2 over Open MPI's AUTO and BEST, with sqrt(P) and the model"),
+            "suara_grid": ("Nuriyev et al. (SUARA)", "Fig. 7: time against P_c",
+                           "every grid of one P; the minimum is the best grid"),
+           }),
+    Report("node_aware", "node_aware", "make_all",
+           "RD vs SMP vs NAP, message counts, the max-rate model, Fig. 1 (Bienz et al.)",
+           tables=("node_aware_counts", "node_aware_times", "node_aware_fig1"),
+           figures=("node_aware_vs_procs", "node_aware_vs_size", "node_aware_model",
+                    "node_aware_fig1"),
+           applies=lambda facts: facts.node_aware,
+           captions={
+            "node_aware_counts": ("Bienz et al.", "message counts per call",
+                                  "inter- and intra-node messages of one rank against the paper's step counts"),
+            "node_aware_times": ("Bienz et al.", "Figs. 12-17 as a table",
+                                 "RD, SMP and NAP times and NAP's speedups; MPICH's own SMP and each "
+                                 "AUTO ran on the real layout (one node here): no speedup over them "
+                                 "unless both ran on the same real nodes"),
+            "node_aware_vs_procs": ("Bienz et al.", "Figs. 12-13 (16-17): time against P",
+                                    "lower is better; hollow dashed: the libraries' own allreduce on "
+                                    "the real layout, not comparable with emulated nodes"),
+            "node_aware_vs_size": ("Bienz et al.", "Figs. 14-17: time against message size",
+                                   "lower is better; the paper's SMP overtakes NAP above 2048 B; hollow "
+                                   "dashed: the libraries' own allreduce on the real layout"),
+            "node_aware_fig1": ("Bienz et al.", "Fig. 1: one double reduced by each library's AUTO "
+                                "against P", "lower is better; hollow / shaded: more ranks than cores, "
+                                "no claim"),
+            "node_aware_model": ("Bienz et al.", "the max-rate model of RD, SMP and NAP",
+                                 "modelled cost with illustrative parameters, or those fitted from the "
+                                 "campaign's ping-pong (harness fit) when it has some; see the title"),
+           }),
+    Report("pap", "pap", "make_pap", "PAP Tables 3-4 and Figs. 10-12 (Proficz 2018)",
+           tables=("pap_table3", "pap_table4"), figures=("pap_fig10", "pap_fig11", "pap_fig12"),
+           applies=lambda facts: facts.pap,
+           captions={
+            "pap_table3": ("Proficz (PAP)", "Table 3: speedup over the ring",
+                           "bold where the CIs do not overlap; ≈ a tie"),
+            "pap_table4": ("Proficz (PAP)", "Table 4: difference to the ring", "negative is faster"),
+            "pap_fig10": ("Proficz (PAP)", "Fig. 10: time against max delay, one late process",
+                          "lower is better"),
+            "pap_fig11": ("Proficz (PAP)", "Fig. 11: time against max delay, random delays",
+                          "lower is better"),
+            "pap_fig12": ("Proficz (PAP)", "Fig. 12: time against P", "lower is better"),
+           }),
+    Report("workload", "workload", "make_all",
+           "training-iteration workloads: AUTO vs BEST, images/s (Castelló et al., Figs. 9-10), "
+           "and Fig. 7, the gradient sizes of the models they replay",
+           tables=("workload", "workload_normalised", "dnn_models"),
+           figures=("workload_fig9", "workload_fig10", "dnn_fig7"),
+           applies=lambda facts: bool(facts.workload_models),
+           options=lambda facts, report: {"models": list(facts.workload_models)},
+           captions={
+            "workload": ("Castelló et al., Sect. 5", "training iteration: AUTO vs BEST",
+                         "one iteration's fused gradient calls back to back; projected images/s"),
+            "workload_normalised": ("Castelló et al., Sect. 5", "Fig. 10 (right) as a table",
+                                    "images/s over the reference library's AUTO"),
+            "workload_fig9": ("Castelló et al., Sect. 5", "Fig. 9: images/s with AUTO and BEST",
+                                "projected from the measured iteration communication; higher is better"),
+            "workload_fig10": ("Castelló et al., Sect. 5", "Fig. 10: normalised images/s",
+                                        "left: BEST over the library's own AUTO; right: over the "
+                                        "reference library's AUTO"),
+            "dnn_models": ("Castelló et al., Sect. 5", "Fig. 7 as a table: the models' gradients",
+                           "tensors, parameters against the published count, allreduce calls per "
+                           "iteration under each fusion policy"),
+            "dnn_fig7": ("Castelló et al., Sect. 5", "Fig. 7: message sizes and counts per model",
+                         "one gradient tensor per message before fusion"),
+           }),
+    Report("pingpong", "pingpong", "make_all", "ping-pong and local-reduction fits",
+           tables=("pingpong",), figures=("pingpong_fig4",),
+           applies=lambda facts: facts.pingpong_or_local,
+           captions={
+            "pingpong": ("Castelló et al.; Bienz et al.", "Fig. 4: ping-pong one-way time and bandwidth",
+                         "round trip / 2 per library, pair level (socket, node, network) and k "
+                         "concurrent pairs; local reduction time and bytes/s (gamma)"),
+            "pingpong_fig4": ("Castelló et al.", "Fig. 4: ping-pong bandwidth",
+                              "left: one pair, size / one-way time per library and level; right: "
+                              "per-pair bandwidth per k concurrent pairs, or the local reduction's "
+                              "bytes/s"),
+           }),
     Report("projection", "projection", "make_projection",
            "the models' projection past the cluster, up to P = 16,384",
-           f"{SUMMARY} [PARAMS_JSON]", optional=1),
+           tables=("projection",), figures=("projection_suara", "projection_node_aware"),
+           applies=lambda facts: facts.suara or facts.node_aware, params="optional",
+           usage=f"{SUMMARY} [PARAMS_JSON]", optional=1,
+           captions={
+            "projection": ("model projection", "predicted winners up to P = 16384, as a table",
+                           "models only: SUARA2 vs the best single Open MPI algorithm and RD/SMP/NAP "
+                           "at ppn 16, predicted times and speedups; the parameters are named"),
+            "projection_suara": ("model projection", "Nuriyev et al. Fig. 8 extended to P = 16384",
+                                 "left: which wins per P and size, shade = SUARA2's speedup, box = "
+                                 "measured cells; right: best grid's speedup against P with a sqrt(P) fit"),
+            "projection_node_aware": ("model projection", "Bienz et al. Figs. 10-11 extended",
+                                      "per ppn, the fastest of RD, SMP and NAP, shade = speedup over "
+                                      "RD, box = measured cells; below, 8 B against P and cost against size"),
+           }),
     Report("sgd", "sgd", "make_table5",
            "Table 5 of the distributed SGD (Proficz 2018) from its executions' documents",
-           "TABLES_DIR FIGURES_DIR EXPERIMENT JSON", variadic=True),
+           tables=("sgd_{experiment}",), figures=("sgd_{experiment}_loss",),
+           applies=lambda facts: bool(facts.sgd_experiments), from_summary=False,
+           on_page=False,
+           usage="TABLES_DIR FIGURES_DIR EXPERIMENT JSON", variadic=True),
 )}
 
 
+def applying(facts: Facts) -> list[Report]:
+    """The reports a campaign with these facts gets, in the page's order."""
+    return [r for r in REPORTS.values() if r.applies(facts)]
+
+
+def captions() -> dict[str, Caption]:
+    """Every caption by file stem (or ``prefix_*``), in the page's order."""
+    return {stem: cap for r in REPORTS.values() for stem, cap in r.captions.items()}
+
+
 def usage() -> str:
-    width = max(map(len, REPORTS))
+    width = max(len(r.name) for r in REPORTS.values())
     lines = ["usage: python -m harness.report NAME ARGUMENTS...   (--list: the reports)", ""]
-    lines += [f"  {r.name:{width}s}  {r.usage}{'...' if r.variadic else ''}\n"
-              f"  {'':{width}s}  {r.about}" for r in REPORTS.values()]
+    lines += [f"  {r.name:{width}s}  "
+              + (f"{r.usage}{'...' if r.variadic else ''}" if r.usage
+                 else f"(made by the workflow's rule {r.rule_name} only)")
+              + f"\n  {'':{width}s}  {r.about}" for r in REPORTS.values()]
     return "\n".join(lines)
 
 
@@ -87,6 +356,8 @@ def main(argv=None) -> int:
         print(usage())
         return 0
     report = REPORTS.get(argv[0]) if argv else None
+    if report is not None and not report.usage:
+        report = None
     if report is None or not report.arity_ok(len(argv) - 1):
         what = (f"unknown report {argv[0]!r}" if argv and report is None else
                 f"{argv[0]}: expected {report.usage}{'...' if report.variadic else ''}"

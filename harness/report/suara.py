@@ -36,12 +36,10 @@ from matplotlib.figure import Figure
 
 from .. import models
 from ..analysis.fit import fit_campaign
-from ..results import row_json
 from ..fileio import atomic_write_text
+from ..results.store import row_json
 from . import style, tables
 
-OUTPUT_TABLES = ("suara_choice", "model_vs_measured", "fitted_params", "suara_agreement")
-OUTPUT_FIGURES = ("suara_speedup", "suara_grid", "suara_agreement")
 TO_MODEL = {**models.NATIVE_OPENMPI, **models.HARNESS}
 
 

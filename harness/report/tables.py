@@ -14,8 +14,20 @@ from pathlib import Path
 import pandas as pd
 
 from ..analysis.auto_vs_best import (  # noqa: F401  (offered to the reports)
-    AUTO, CONTEXT, MIB, NUMERIC, TABLE_COLUMNS, auto_vs_best, constants, load_summary, mibs,
-    prepare, row_number, row_oversubscribed, varying)
+    AUTO,
+    CONTEXT,
+    MIB,
+    NUMERIC,
+    TABLE_COLUMNS,
+    auto_vs_best,
+    constants,
+    load_summary,
+    mibs,
+    prepare,
+    row_number,
+    row_oversubscribed,
+    varying,
+)
 from ..analysis.best import SELECTING, TIMED, fastest, timed_mask  # noqa: F401  (read by the reports)
 from ..fileio import atomic_write_text
 from ..units import format_size  # noqa: F401  (the reports' size labels)

@@ -1,4 +1,4 @@
-"""Tuned selection verified (``harness.tune_verify``): ``tables/tuned.{md,tex,csv}`` and
+"""Tuned selection verified (``harness.campaign.tune_verify``): ``tables/tuned.{md,tex,csv}`` and
 ``figures/<c>/tuned_<library>.{png,pdf}``.
 
 Per library, P and size: AUTO, tuned, BEST and (Intel MPI) the autotuner, each the mean of
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import style
 from ..fileio import atomic_write_text
+from . import style
 from .tables import format_size, format_time, plain_latex, plain_markdown
 
 COLUMNS = ["library", "procs", "size", "held_out", "expected", "auto_mean", "tuned_mean",

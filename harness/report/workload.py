@@ -32,9 +32,10 @@ import numpy as np
 import pandas as pd
 
 from ..dnn import workload
-from ..results import row_json
 from ..fileio import atomic_write_text
+from ..results.store import row_json
 from . import style, tables
+from .dnn_traces import make_fig7
 
 REFERENCE = "impi"  # Fig. 10 normalises to Intel MPI's AUTO
 KEYS = ["library", "library_version", "procs", "nodes", "dtype", "model", "fusion",
@@ -280,8 +281,9 @@ def figure_normalised(t: pd.DataFrame, n: pd.DataFrame, base: Path) -> list[Path
     return style.save(fig, base)
 
 
-def make_all(summary_csv, tables_dir, figures_dir) -> list[Path]:
-    """Every workload table and figure of a campaign (files exist even with no data)."""
+def make_all(summary_csv, tables_dir, figures_dir, models=None) -> list[Path]:
+    """Every workload table and figure of a campaign (files exist even with no data); with
+    ``models`` (the workloads' model names) also Fig. 7 of their gradients (``dnn_traces``)."""
     df = pd.read_csv(summary_csv)
     t = table(df)
     n = normalised(t)
@@ -298,4 +300,6 @@ def make_all(summary_csv, tables_dir, figures_dir) -> list[Path]:
                       f"{style.library_title(ref)}'s AUTO (Castelló et al., Fig. 10 right).")
     written += figure_images(t, fdir / "workload_fig9")
     written += figure_normalised(t, n, fdir / "workload_fig10")
+    if models is not None:
+        written += make_fig7(models, tdir, fdir)
     return written

@@ -3,7 +3,7 @@ reads natively to follow it.
 
 A decision table maps (process-count range, message-size range) to one of the library's
 catalogue algorithms. Where no rule matches, the library keeps its own default selection.
-``harness/tune.py`` builds the table from a campaign's summary; the modules here write it
+``harness/campaign/tune.py`` builds the table from a campaign's summary; the modules here write it
 in each library's format, one module per library (``openmpi``, ``mpich``, ``impi``), each
 with ``write(table, lib, out_dir) -> dict`` returning the environment that loads the files it
 wrote (absolute paths) and ``check(...)`` helpers where the library needs one.

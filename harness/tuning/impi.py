@@ -60,7 +60,7 @@ JSON_FILE = "impi-tuning.json"
 VARIABLE = "I_MPI_ADJUST_ALLREDUCE"
 INT_MAX = 2**31 - 1  # largest bound Intel MPI 2021.18 accepts (bytes and processes)
 BASIC = "0"  # "basic logic": what a range the table leaves to the default runs
-KEEPS_DEFAULT = False  # harness.tune fills the table's gaps (see tune._fill)
+KEEPS_DEFAULT = False  # harness.campaign.tune fills the table's gaps (see tune._fill)
 
 # I_MPI_TUNING* variables Intel MPI 2021.18 knows (impi_info -a -e; those after "hidden"
 # only in libmpi.so's strings)
@@ -280,4 +280,4 @@ def autotuner_calls(iterations: int, warmup: int, presets: int = 33) -> int:
     doubles) and 15 at 70000 doubles; 33 (the id range impi_info gives) is a margin, not a
     proven bound."""
     return presets * (max(int(warmup), 1) + int(iterations))
-notes = check  # harness.tune records where the table cannot keep the default
+notes = check  # harness.campaign.tune records where the table cannot keep the default

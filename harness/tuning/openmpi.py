@@ -44,8 +44,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import Table
 from ..turns import launch_turn
+from . import Table
 
 RULES_FILE = "openmpi-allreduce.rules"
 ALLREDUCE = 2  # COLLTYPE: ALLGATHER 0, ALLGATHERV 1, ALLREDUCE 2, ...
@@ -384,4 +384,4 @@ def check(env: dict, lib) -> str | None:
     return None
 
 
-in_force = check  # harness.tune calls each library's in_force(env, lib) after writing
+in_force = check  # harness.campaign.tune calls each library's in_force(env, lib) after writing

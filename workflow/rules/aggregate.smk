@@ -1,5 +1,5 @@
 # Stage 3: one summary row per cell of the campaign, from the run documents; then the store
-# is validated (harness/check.py, findings in check.json). A damaged run document is rebuilt
+# is validated (harness/results/check.py, findings in check.json). A damaged run document is rebuilt
 # from its journal; an inconsistency stops the workflow here, naming the file and the remedy.
 
 localrules: aggregate
@@ -10,8 +10,8 @@ rule aggregate:
     output:
         RES + "/summary.csv",
     run:
-        from harness import check
-        from harness.results import StoreError, rebuild_summary
+        from harness.results import check
+        from harness.results.store import StoreError, rebuild_summary
 
         try:
             rebuild_summary(CAMPAIGN.store, keep=CAMPAIGN.cell_ids, runs=set(CAMPAIGN.runs),

@@ -1,4 +1,4 @@
-# Stage 5: the confirmation of AUTO vs BEST (harness/confirm.py). Per (library, P, nodes,
+# Stage 5: the confirmation of AUTO vs BEST (harness/campaign/confirm.py). Per (library, P, nodes,
 # thread level) group, after the summary exists: AUTO and BEST measured again in fresh
 # launches, A B B A; finished launches are kept across interrupts. Then the confirmed table
 # and figure.
@@ -20,7 +20,7 @@ rule confirm:
         cpus_per_task=1,
         runtime=CAMPAIGN.walltime_minutes(),
     run:
-        from harness.confirm import run_group
+        from harness.campaign.confirm import run_group
 
         run_group(CAMPAIGN, wildcards.group, output[0])
 
@@ -29,9 +29,6 @@ rule report_confirm:
     input:
         expand(RES + "/confirm/{group}.json", group=sorted(CONFIRM_GROUPS)),
     output:
-        expand(RES + "/tables/auto_vs_best_confirmed.{ext}", ext=["md", "tex", "csv"]),
-        expand(FIG + "/auto_vs_best_confirmed.{ext}", ext=["png", "pdf"]),
+        REPORTS["confirm"].outputs(RES + "/tables", FIG, FACTS),
     run:
-        from harness.report.confirm import make_confirm
-
-        make_confirm(input, RES + "/tables", FIG)
+        REPORTS["confirm"].load()(input, RES + "/tables", FIG)

@@ -4,23 +4,11 @@
 
 localrules: report_page
 
-# Every table and figure the campaign's reports write: what the page shows, and (with the
-# page) what `rule all` in the Snakefile asks for. One list: a report added to it is built and
-# shown.
-REPORT_OUTPUTS = [
-    RES + "/summary.csv",
-    rules.report.output,
-    rules.report_suara.output if SUARA else [],
-    rules.report_node_aware.output if NODE_AWARE else [],
-    rules.report_pap.output if HAS_PAP else [],
-    rules.report_pingpong.output if HAS_PINGPONG else [],
-    rules.report_workload.output if WORKLOAD_MODELS else [],
-    rules.report_cross_library.output if CROSS_LIBRARY else [],
-    rules.report_confirm.output if CONFIRM_GROUPS else [],
-    rules.report_tuned.output if TUNE_LIBS else [],
-    PARAMS_OUTPUTS,
-    rules.report_projection.output if PROJECTION else [],
-]
+# Every table and figure the campaign's reports write (harness/report/registry.py): what the
+# page shows, and (with the page) what `rule all` in the Snakefile asks for.
+REPORT_OUTPUTS = [RES + "/summary.csv"] + ([RES + "/model_params.json"] if FACTS.pingpong else [])
+REPORT_OUTPUTS += [path for report in REPORTS.values() if report.on_page and report.applies(FACTS)
+                   for path in report.outputs(RES + "/tables", FIG, FACTS)]
 
 rule report_page:
     input:

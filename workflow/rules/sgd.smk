@@ -1,5 +1,5 @@
 # Stage 7: distributed SGD of the PAP paper's CNN (config key `sgd:`), trained for real with
-# the harness's allreduce algorithms, and its Table 5 (harness/sgd_stage.py, harness/measure/sgd.py, docs/sgd.md).
+# the harness's allreduce algorithms, and its Table 5 (harness/campaign/sgd_stage.py, harness/measure/sgd.py, docs/sgd.md).
 #
 #   sgd_jobscript  (local)  results/<c>/sgd/<exp>/jobs/<alg>-<k>.{json,sh}: spec + job script
 #   sgd_train               results/<c>/sgd/<exp>/<alg>-<k>.json: one MPI launch (mpiexec, or
@@ -7,16 +7,16 @@
 #   report_sgd     (local)  results/<c>/tables/sgd_<exp>.{md,tex,csv}, figures/<c>/sgd_<exp>_loss.*
 #
 # The executions of an experiment run one after another in the interleaved order
-# ring slt prr prr slt ring ring ... (harness.sgd_stage.launch_order): each one's input is the
+# ring slt prr prr slt ring ring ... (harness.campaign.sgd_stage.launch_order): each one's input is the
 # document of the one before it. A failed or wrong execution stops its experiment's chain;
 # the finished ones are kept and a rerun continues after them.
 import json
 import sys
 
-from harness.sgd_stage import execution_name as _sgd_name
-from harness.sgd_stage import launch_order as _sgd_order
+from harness.campaign.sgd_stage import execution_name as _sgd_name
+from harness.campaign.sgd_stage import launch_order as _sgd_order
 
-SGD = CAMPAIGN.cfg.sgd or {}  # checked with the config (harness.config.sgd_experiment)
+SGD = CAMPAIGN.cfg.sgd or {}  # checked with the config (harness.campaign.config.sgd_experiment)
 
 localrules: sgd_jobscript, report_sgd
 
@@ -55,7 +55,7 @@ rule sgd_jobscript:
                                        CAMPAIGN.cfg.libraries.get(SGD[w.experiment]["library"])],
                                       sort_keys=True, default=str),
     run:
-        from harness.sgd_stage import write_launch
+        from harness.campaign.sgd_stage import write_launch
 
         write_launch(CAMPAIGN.cfg, wildcards.experiment, wildcards.algorithm, int(wildcards.k), RES)
 
@@ -83,25 +83,19 @@ rule sgd_train:
         cpus_per_task=1,
         runtime=CAMPAIGN.walltime_minutes(),
     shell:
-        "{params.python:q} -m harness.sgd_stage --execute {input.spec:q} --timeout {params.walltime}"
+        "{params.python:q} -m harness.campaign.sgd_stage --execute {input.spec:q} --timeout {params.walltime}"
 
 
 rule report_sgd:
     input:
         lambda w: _sgd_executions(w.experiment),
     output:
-        expand(RES + "/tables/sgd_{{experiment}}.{ext}", ext=["md", "tex", "csv"]),
-        expand(FIG + "/sgd_{{experiment}}_loss.{ext}", ext=["png", "pdf"]),
+        REPORTS["sgd"].outputs(RES + "/tables", FIG, FACTS, experiment="{experiment}"),
     wildcard_constraints:
         experiment="[A-Za-z0-9][A-Za-z0-9._-]*",
     run:
-        from harness.report.sgd import make_table5
-
-        make_table5(input, RES + "/tables", FIG, wildcards.experiment)
+        REPORTS["sgd"].load()(input, RES + "/tables", FIG, wildcards.experiment)
 
 
 # what `rule all` asks for: nothing while the config has no `sgd:` experiment
-SGD_OUTPUTS = (expand(RES + "/tables/sgd_{experiment}.{ext}", experiment=list(SGD),
-                      ext=["md", "tex", "csv"])
-               + expand(FIG + "/sgd_{experiment}_loss.{ext}", experiment=list(SGD),
-                        ext=["png", "pdf"]))
+SGD_OUTPUTS = REPORTS["sgd"].outputs(RES + "/tables", FIG, FACTS)

@@ -1,4 +1,4 @@
-# Stage 6: tuned selection (harness/tune.py, harness/tune_verify.py), with `tune.enabled`.
+# Stage 6: tuned selection (harness/campaign/tune.py, harness/campaign/tune_verify.py), with `tune.enabled`.
 # After the summary and the confirmation stage: each library's BEST written as its own
 # tuning file, then AUTO vs the library following that file measured in fresh interleaved
 # launches at the measured and held-out points; then the tuned table and figures.
@@ -16,7 +16,7 @@ rule tune:
         RES + "/tuning/decisions.csv",
     run:
         from harness import paths
-        from harness.tune import TuneError, tune
+        from harness.campaign.tune import TuneError, tune
 
         try:
             tune(paths.results_root(), CAMPAIGN.cfg.campaign)
@@ -36,7 +36,7 @@ rule verify_tuned:
         cpus_per_task=1,
         runtime=CAMPAIGN.walltime_minutes(),
     run:
-        from harness.tune_verify import run_library
+        from harness.campaign.tune_verify import run_library
 
         run_library(CAMPAIGN, wildcards.library, output[0])
 
@@ -45,9 +45,6 @@ rule report_tuned:
     input:
         expand(RES + "/tuning/verify-{library}.json", library=TUNE_LIBS),
     output:
-        expand(RES + "/tables/tuned.{ext}", ext=["md", "tex", "csv"]),
-        expand(FIG + "/tuned_{library}.{ext}", library=TUNE_LIBS, ext=["png", "pdf"]),
+        REPORTS["tuned"].outputs(RES + "/tables", FIG, FACTS),
     run:
-        from harness.report.tuned import make_tuned
-
-        make_tuned(input, RES + "/tables", FIG, TUNE_LIBS)
+        REPORTS["tuned"].load()(input, RES + "/tables", FIG, TUNE_LIBS)

@@ -28,11 +28,13 @@ from pathlib import Path
 
 import numpy as np
 
-from . import fileio, plan, results, runner
-from .cells import Run
-from .analysis.best import SELECTING, fastest
-from .dnn import workload
-from .stats import t_quantile
+from .. import fileio
+from ..analysis.best import SELECTING, fastest
+from ..cells import Run
+from ..dnn import workload
+from ..results import store as results
+from ..stats import t_quantile
+from . import plan, runner
 
 USABLE = ("ok", "not-converged")
 KEY = ["size", "dtype", "op", "timing"]
@@ -136,7 +138,7 @@ def launch_in_order(store, lib, launches, settings: dict, cfg, label: str, log=p
 
 
 def run_group(campaign, name: str, out: Path, log=print) -> dict:
-    """Confirm one group of ``campaign`` (a ``harness.workflow.Campaign``); writes ``out``."""
+    """Confirm one group of ``campaign`` (a ``harness.campaign.workflow.Campaign``); writes ``out``."""
     import pandas as pd
 
     library, procs, nodes, level = campaign.confirm_groups()[name]

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import paths, tune
-from .algorithms import harness_names, p2p_bench
-from .cells import Cell, Run, resolve_thread_level
-from .dnn import workload
-from .errors import ConfigError
-from .libraries import get_library
+from .. import paths
+from ..algorithms import harness_names, p2p_bench
+from ..cells import Cell, Run, resolve_thread_level
+from ..dnn import workload
+from ..errors import ConfigError
+from ..libraries import get_library
+from . import tune
 
 
 def expand_algorithms(patterns, lib, where: str) -> list[str]:

@@ -11,7 +11,7 @@ autotuner (``native:autotuner``).
 Per P and round the launch order is A T B1..Bn U U Bn..B1 T A (B: each BEST algorithm; U:
 the autotuner), so every pair compared is symmetric in time and linear drift cancels over a
 round. Ratios come from paired launch means as in the confirmation stage
-(``harness.confirm.gain_interval``): ``gain`` = AUTO / tuned, ``vs_best`` = tuned / BEST,
+(``harness.campaign.confirm.gain_interval``): ``gain`` = AUTO / tuned, ``vs_best`` = tuned / BEST,
 ``vs_autotuner`` = autotuner / tuned, each with its 95 % interval. Verdicts: ``tuned faster``
 (the gain's interval above 1), ``AUTO faster`` (below 1), ``tie``; ``oversubscribed``
 launches are measured and marked, and no win or loss is drawn from them.
@@ -29,9 +29,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import cells, fileio, paths, plan, results, tune
+from .. import cells, fileio, paths
+from ..results import store as results
+from ..tuning import Table
+from . import plan, tune
 from .confirm import USABLE, gain_interval, launch_in_order
-from .tuning import Table
 
 LAUNCH_BASE = 200  # launch indices of verification runs (campaign 0..R-1, confirmation 100+)
 AUTO, TUNED, AUTOTUNER = "native:auto", "native:tuned", "native:autotuner"
@@ -94,9 +96,9 @@ def _ratio(a: list[float], b: list[float], confidence: float):
 
 
 def run_library(campaign, library: str, out: Path, log=print) -> dict:
-    """Verify ``library``'s tuning for ``campaign`` (a ``harness.workflow.Campaign``). When
+    """Verify ``library``'s tuning for ``campaign`` (a ``harness.campaign.workflow.Campaign``). When
     the verification finds AUTO faster at a held-out point a rule covers, the rule is cut
-    there (``harness.tune.exclude``), the files are written again and verified again (once);
+    there (``harness.campaign.tune.exclude``), the files are written again and verified again (once);
     the document keeps the first pass."""
 
     earlier = tune.refined_points(out)  # cuts an earlier verification made (harness tune keeps them)

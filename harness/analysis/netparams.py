@@ -56,13 +56,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import models
-from .analysis.fit import fit_campaign
-from .dnn.workload import without
-from .errors import FitError
-from .fileio import write_json
-from .models import maxrate
-from .results import TIMED
+from .. import models
+from ..dnn.workload import without
+from ..errors import FitError
+from ..fileio import write_json
+from ..models import maxrate
+from ..results.store import TIMED
+from .fit import fit_campaign
 
 LEVELS = ("socket", "node", "network")
 PREFERRED_LIBRARY = "openmpi"

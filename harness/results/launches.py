@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from .stats import t_quantile
+from ..stats import t_quantile
 
 # point-to-point benchmarks (harness/algorithms/p2p_bench.py): their bytes cross one link once
 POINT_TO_POINT = ("pingpong", "reduce_local")

@@ -23,7 +23,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import fileio, results, stats
+from .. import fileio, stats
+from . import store as results
 
 PROVENANCE_KEYS = ("library_version", "hosts", "harness", "python", "mpi4py", "jobscript_sha256")
 COMPARED = ("n", "mean", "ci_low", "ci_high")

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import results
+from . import store as results
 
 RETRIED = ("failed", "timeout")
 

@@ -20,12 +20,12 @@ import datetime as _dt
 import json
 from pathlib import Path
 
-from .algorithms import p2p_bench
-from .dnn import workload
-from .errors import StoreError
-from .fileio import atomic_write_text, read_json, write_json
+from ..algorithms import p2p_bench
+from ..dnn import workload
+from ..errors import StoreError
+from ..fileio import atomic_write_text, read_json, write_json
 from .launches import LAUNCH_COLUMNS, bus_bandwidth, combine_frame
-from .stats import normality_p
+from ..stats import normality_p
 
 STATUSES = ("ok", "wrong", "timeout", "failed", "not-converged")
 
@@ -286,7 +286,7 @@ def summary_frame(store: CampaignStore, keep=None, runs=None, log=None):
 def rebuild_summary(store: CampaignStore, keep=None, runs=None, log=None):
     """Rewrite ``summary.csv`` from every run document; the newest result of a (cell, launch)
     wins, and a cell measured in several launches gets one row over them
-    (``harness.launches``). ``keep``: only these cell ids and ``runs``: only these run ids
+    (``harness.results.launches``). ``keep``: only these cell ids and ``runs``: only these run ids
     (the workflow's plan), so results of an older config drop out. A damaged run document is
     rebuilt from its journal (``load_run_doc``)."""
     df = summary_frame(store, keep=keep, runs=runs, log=log)

@@ -16,10 +16,11 @@ import threading
 import time
 from pathlib import Path
 
-from . import __version__, fileio, paths, results, templates
-from .cells import Run
-from .libraries import Library
-from .turns import launch_turn
+from .. import __version__, fileio, paths, templates
+from ..cells import Run
+from ..libraries import Library
+from ..results import store as results
+from ..turns import launch_turn
 
 TEMPLATE = "run.sh.j2"
 

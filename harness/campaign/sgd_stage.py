@@ -2,7 +2,7 @@
 each execution's spec and job script (``<launcher> python -m harness.measure.sgd <spec>``,
 from ``slurm_templates/run.sh.j2``), and one execution run with a wall-time limit.
 
-``python -m harness.sgd_stage --execute <spec.json> [--timeout S]`` is what the workflow's
+``python -m harness.campaign.sgd_stage --execute <spec.json> [--timeout S]`` is what the workflow's
 rule ``sgd_train`` runs: the job script of that spec with a wall-time limit, checking that the
 execution wrote its document.
 """
@@ -16,11 +16,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import fileio
-from .measure.sgd import WRONG
+from .. import fileio
+from ..measure.sgd import WRONG
+from ..turns import launch_turn
 from .plan import library_for
 from .runner import git_commit, job_script
-from .turns import launch_turn
 
 
 def launch_order(exp: dict) -> list[tuple[str, int]]:
@@ -58,7 +58,7 @@ def write_launch(cfg, name: str, algorithm: str, k: int, res_dir) -> tuple[Path,
         lib, exp["procs"], exp["nodes"], lib.run_env(), "harness.measure.sgd", spec_path,
         title=(f"SGD execution {stem} of experiment {name} in campaign {cfg.campaign}: library "
                f"{exp['library']}, P={exp['procs']} (harness/measure/sgd.py)."),
-        rerun="the workflow's rule sgd_train runs it (harness.sgd_stage --execute)")
+        rerun="the workflow's rule sgd_train runs it (harness.campaign.sgd_stage --execute)")
     fileio.write_json(spec_path, spec)
     fileio.atomic_write_text(script_path, script)
     script_path.chmod(0o755)
@@ -73,7 +73,7 @@ def execute(spec_path, timeout: float | None = None) -> int:
     if out.exists():
         out.unlink()  # a document from an earlier attempt must not pass for this one
     name = f"{spec['experiment']} {execution_name(spec['algorithm'], spec['execution'])}"
-    with launch_turn(f"harness.sgd_stage: {name}"):
+    with launch_turn(f"harness.campaign.sgd_stage: {name}"):
         proc = subprocess.Popen(["bash", spec["jobscript"]], start_new_session=True)
         try:
             rc = proc.wait(timeout=timeout)
@@ -85,21 +85,21 @@ def execute(spec_path, timeout: float | None = None) -> int:
             proc.wait()
             if isinstance(exc, KeyboardInterrupt):
                 raise
-            print(f"harness.sgd_stage: {name}: past its wall-time limit of {timeout:g} s; killed",
+            print(f"harness.campaign.sgd_stage: {name}: past its wall-time limit of {timeout:g} s; killed",
                   file=sys.stderr)
             return 124
     if rc != 0:
         what = "its parameters were wrong" if rc == WRONG else f"the launch exited with status {rc}"
-        print(f"harness.sgd_stage: {name}: {what}", file=sys.stderr)
+        print(f"harness.campaign.sgd_stage: {name}: {what}", file=sys.stderr)
         return rc
     if not out.is_file():
-        print(f"harness.sgd_stage: the launch exited 0 but wrote no {out}", file=sys.stderr)
+        print(f"harness.campaign.sgd_stage: the launch exited 0 but wrote no {out}", file=sys.stderr)
         return 1
     return 0
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m harness.sgd_stage", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m harness.campaign.sgd_stage", description=__doc__.split("\n")[0])
     ap.add_argument("--execute", metavar="SPEC", required=True,
                     help="run the job script of this execution's spec (results/<c>/sgd/<experiment>/jobs/*.json)")
     ap.add_argument("--timeout", type=float, default=None, help="wall-time limit (s)")

@@ -14,8 +14,10 @@ from __future__ import annotations
 import difflib
 from dataclasses import replace
 
-from . import fileio, plan, results, runner
-from .errors import UnknownCell
+from .. import fileio
+from ..errors import UnknownCell
+from ..results import store as results
+from . import plan, runner
 
 
 def find(runs, cell_id: str):
@@ -56,7 +58,7 @@ def _replace(store: results.CampaignStore, run_id: str, entry: dict, raw) -> Non
 
 
 def rerun(campaign, cell_id: str, timeout=None, log=print) -> list[str]:
-    """Measure ``cell_id`` of ``campaign`` (a ``harness.workflow.Campaign``) again in every
+    """Measure ``cell_id`` of ``campaign`` (a ``harness.campaign.workflow.Campaign``) again in every
     launch that holds it; returns the planned run ids updated."""
     import pyarrow.parquet as pq
 

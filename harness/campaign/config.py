@@ -18,12 +18,12 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from . import paths
-from .algorithms import REGISTRY, load_plugin
-from .dnn.workload import DEFAULTS, KEY
-from .errors import ConfigError
-from .libraries import library_sort_key
-from .units import parse_size, parse_time
+from .. import paths
+from ..algorithms import REGISTRY, load_plugin
+from ..dnn.workload import DEFAULTS, KEY
+from ..errors import ConfigError
+from ..libraries import library_sort_key
+from ..units import parse_size, parse_time
 
 SCHEMA_FILE = paths.REPO_ROOT / "workflow" / "schemas" / "experiments.schema.yaml"
 DEFAULT_CONFIG = paths.REPO_ROOT / "config" / "experiments.yaml"
@@ -95,8 +95,8 @@ class Config:
     source: str
     digest: str  # hash of the validated config (provenance)
     plugins: tuple = ()  # absolute paths of algorithm plugins
-    confirm: dict = None  # the confirmation stage (harness.confirm): enabled, rounds, time_budget
-    tune: dict = None  # tuned selection (harness.tune, harness.tune_verify): enabled, rounds, ...
+    confirm: dict = None  # the confirmation stage (harness.campaign.confirm): enabled, rounds, time_budget
+    tune: dict = None  # tuned selection (harness.campaign.tune, harness.campaign.tune_verify): enabled, rounds, ...
     sgd: dict = None  # distributed SGD experiments by name (harness.measure.sgd), as validated by sgd_experiment
     report: dict = None  # report options: reference_library (resolved to a campaign library)
 
@@ -233,7 +233,7 @@ def _sgd(doc: dict, source: str) -> dict:
             for k, v in doc["sgd"].items() if v.get("enabled", True)}
 
 
-# The distributed-SGD experiments (config key ``sgd:``, harness/measure/sgd.py, harness/sgd_stage.py, docs/sgd.md).
+# The distributed-SGD experiments (config key ``sgd:``, harness/measure/sgd.py, harness/campaign/sgd_stage.py, docs/sgd.md).
 SGD_DEFAULTS = {
     "enabled": True, "nodes": 1, "algorithms": ["ring", "slt", "prr"], "iterations": 390,
     "batch": 8, "executions": 3, "straggler": 0, "straggler_rank": "random", "lr": 0.01,

@@ -6,11 +6,13 @@ from __future__ import annotations
 import hashlib
 import json
 
+from .. import paths
+from ..algorithms import p2p_bench
+from ..dnn import workload
+from ..results import store as results
 from . import config as _config
-from . import paths, plan, results, runner
-from .algorithms import p2p_bench
+from . import plan, runner
 from .confirm import groups
-from .dnn import workload
 
 
 class Campaign:
@@ -59,7 +61,7 @@ class Campaign:
                                      f"{self.store.dir / 'jobs'}: {exc.strerror}") from None
 
     def confirm_groups(self) -> dict:
-        """Groups of the confirmation stage (``harness.confirm``), none when it is disabled."""
+        """Groups of the confirmation stage (``harness.campaign.confirm``), none when it is disabled."""
 
         return groups(self.runs.values()) if self.cfg.confirm["enabled"] else {}
 

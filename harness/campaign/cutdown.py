@@ -29,7 +29,7 @@ so a site can check the whole path on two nodes in minutes before spending node-
 * the confirmation and tuning stages off, site ``libraries`` entries dropped (the local
   wheels are used), ``stopping`` replaced by the fast rule given, ``run_walltime`` short.
 
-``python -m harness.cutdown config/paper-pap.yaml > /tmp/tiny.yaml`` prints the cut-down YAML
+``python -m harness.campaign.cutdown config/paper-pap.yaml > /tmp/tiny.yaml`` prints the cut-down YAML
 (``--campaign`` names it; default ``<campaign>-tiny``).
 """
 
@@ -42,8 +42,8 @@ from math import prod
 
 import yaml
 
-from .libraries import get_library
-from .units import parse_size, parse_time
+from ..libraries import get_library
+from ..units import parse_size, parse_time
 
 PINGPONG_FIT_SIZE = 1 << 20  # the largest ping-pong size a cut-down keeps (1 MiB)
 FAST_STOP = {"min_reps": 3, "max_reps": 6, "precision": 0.5, "warmup": 1, "time_budget": "20s"}
@@ -216,7 +216,7 @@ def cut_down(doc: dict, *, campaign: str | None = None, max_procs: int = 4, max_
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m harness.cutdown", description=__doc__.split(
+    ap = argparse.ArgumentParser(prog="python -m harness.campaign.cutdown", description=__doc__.split(
         "\n\n")[0])
     ap.add_argument("config", help="a campaign config (e.g. config/paper-pap.yaml)")
     ap.add_argument("--campaign", help="campaign name of the cut-down config (default "

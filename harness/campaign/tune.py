@@ -30,12 +30,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import fileio, results
-from .analysis.auto_vs_best import auto_vs_best
-from .analysis.best import SELECTING
-from .errors import TuneError
-from .libraries import get_library
-from .tuning import Rule, Table
+from .. import fileio
+from ..analysis.auto_vs_best import auto_vs_best
+from ..analysis.best import SELECTING
+from ..errors import TuneError
+from ..libraries import get_library
+from ..results import store as results
+from ..tuning import Rule, Table
 
 ITEMSIZES = (1, 2, 4, 8)  # a rule must apply to calls of every common element size
 
