@@ -31,7 +31,7 @@ mpi: $(STAMP)
 # the default campaign of config/experiments.yaml on this machine (profiles/default)
 campaign: setup
 	$(BIN)/snakemake
-	@c=$$($(BIN)/python -c 'from harness.config import load; print(load().campaign)'); \
+	@c=$$($(BIN)/python -c 'from harness.campaign.config import load; print(load().campaign)'); \
 	  $(BIN)/harness status $$c && echo "summary: results/$$c/summary.csv" && \
 	  echo "report:  results/$$c/report/index.html"
 
