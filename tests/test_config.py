@@ -58,6 +58,7 @@ MISTAKES = [
     (("libraries", "mpich", "env"), {"BAD NAME": "1"}, "libraries.mpich.env"),
     (("experiments",), {}, "experiments"),
     (("stopping", "launches"), 0, "stopping.launches"),
+    (("stopping", "rule"), "bootstrap", "stopping.rule"),
     (("stopping", "max_volume"), "lots", "stopping.max_volume"),
     (("stopping", "oversubscribed_time_budget"), "soon", "stopping.oversubscribed_time_budget"),
     (("confirm", "rounds"), 0, "confirm.rounds"),

@@ -190,3 +190,100 @@ def test_a_launch_imports_neither_scipy_nor_pandas(tmp_path):
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "raw.parquet")],
                          capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_median_ci_rule_stops_where_its_batch_form_stops(seed):
+    """The median-ci rule (stats.Running, sorted insertion and tabulated ranks) stops at the
+    first n where the median's order-statistics interval (stats.median_interval, the same
+    definition as the summary's) lies within precision x median on both sides."""
+    from harness.stats import Running
+
+    rng = np.random.default_rng(seed)
+    samples = list(rng.lognormal(0, 0.5 + 0.3 * seed, 6000))
+    rule = StoppingRule(min_reps=10, max_reps=6000, precision=0.05, kind="median-ci")
+    running, stop = Running(rule), None
+    for n in range(1, len(samples) + 1):
+        running.add(samples[n - 1])
+        if running.decide(0.0):
+            stop = n
+            break
+    assert stop is not None and running.decide(0.0) == "ok", stop
+
+    def holds(x):
+        lo, hi = median_interval(x, 0.95)
+        m = float(np.median(x))
+        return len(x) >= 10 and max(m - lo, hi - m) <= 0.05 * m and (lo, hi) != (min(x), max(x))
+
+    assert holds(samples[:stop]) and not any(holds(samples[:n]) for n in range(10, stop))
+    assert decide(samples[:stop], rule, 0.0) == "ok"
+
+
+def test_the_two_rules_differ_on_heavy_tails():
+    """On repetitions with rare large outliers the mean's interval stays wide while the
+    median's is narrow: median-ci stops first."""
+    from harness.stats import Running
+
+    rng = np.random.default_rng(7)
+    x = 1.0 + 0.01 * rng.standard_normal(3000)
+    x[3::20] *= 20  # one call in 20 hits a 20x stall
+    stops = {}
+    for kind in ("student-t", "median-ci"):
+        running = Running(StoppingRule(min_reps=10, max_reps=3000, precision=0.025, kind=kind))
+        for n, v in enumerate(x, 1):
+            running.add(float(v))
+            if running.decide(0.0):
+                stops[kind] = n
+                break
+    assert stops["median-ci"] < stops.get("student-t", 3001) / 3, stops
+    with pytest.raises(ValueError, match="rule must be one of student-t, median-ci, got 'x'"):
+        StoppingRule(kind="x").check()
+
+
+def test_distribution_statistics_by_hand():
+    from harness.stats import autocorrelated, effective_n
+
+    x = np.array([1.0, 1.1, 0.9, 1.05, 0.95, 1.0, 5.0, 1.02, 0.98, 1.01])
+    s = summarize(x, 0.95)
+    assert s["p5"] == pytest.approx(np.percentile(x, 5)) and s["p95"] == pytest.approx(np.percentile(x, 95))
+    q1, q3 = np.percentile(x, [25, 75])
+    assert s["outliers"] == int(((x < q1 - 1.5 * (q3 - q1)) | (x > q3 + 1.5 * (q3 - q1))).sum()) == 1
+    d = x - x.mean()
+    assert s["lag1"] == pytest.approx(float(np.sum(d[:-1] * d[1:]) / np.sum(d * d)))
+    # an AR(1) series with r = 0.8: n_eff = n (1 - r) / (1 + r), far below n
+    rng = np.random.default_rng(1)
+    ar = np.zeros(2000)
+    for i in range(1, ar.size):
+        ar[i] = 0.8 * ar[i - 1] + rng.standard_normal()
+    s = summarize(10 + ar, 0.95)
+    assert s["lag1"] == pytest.approx(0.8, abs=0.05)
+    assert s["effective_n"] == pytest.approx(2000 * 0.2 / 1.8, rel=0.2)
+    assert autocorrelated(2000, s["lag1"]) and not autocorrelated(2000, 0.01)
+    assert effective_n(100, -0.5) == 100  # negative correlation adds no samples
+    assert summarize(rng.standard_normal(500) + 10, 0.95)["effective_n"] > 400
+
+
+def test_no_interval_of_a_time_goes_below_zero():
+    from harness.stats import time_interval
+
+    assert time_interval([1.0, 1.1, 0.9], 0.95)[2] == "t"
+    lo, hi, how = time_interval([0.2e-3, 3.0e-3], 0.95)  # two executions far apart
+    mean, hw = 1.6e-3, half_width([0.2e-3, 3.0e-3], 0.95)
+    assert mean - hw < 0 and how == "log-t" and 0 < lo < hi
+    logs = np.log([0.2e-3, 3.0e-3])
+    assert lo == pytest.approx(math.exp(logs.mean() - half_width(logs, 0.95)))
+    assert time_interval([1.0], 0.95)[2] == "none"
+    assert time_interval([-1.0, 2.0], 0.95)[2] == "none"  # not a time: no interval
+    s = summarize([0.2e-3, 3.0e-3], 0.95)
+    assert s["ci_low"] > 0 and s["ci_method"] == "log-t"
+
+
+def test_two_launches_far_apart_give_a_positive_interval():
+    from harness.results.launches import combine
+
+    rows = [{"cell_id": "c", "launch": k, "status": "ok", "mean": m, "ci_low": m * 0.99,
+             "ci_high": m * 1.01, "rel_halfwidth": 0.01, "n": 20, "median": m, "min": m,
+             "max": m, "procs": 2, "size": 8, "algorithm": "ring", "finished": "x"}
+            for k, m in enumerate([0.2e-3, 3.0e-3])]
+    row = combine(rows)
+    assert row["launches"] == 2 and row["ci_method"] == "log-t" and 0 < row["ci_low"] < row["ci_high"]

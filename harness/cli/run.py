@@ -62,8 +62,12 @@ def register(sub) -> None:
     p.add_argument("--campaign", default="adhoc", help="results go to results/<campaign>/")
     g = p.add_argument_group("stopping rule")
     g.add_argument("--confidence", type=probability, default=0.95)
+    g.add_argument("--rule", choices=stats.RULES, default="student-t",
+                   help="student-t: the mean's t-interval (the papers' rule); median-ci: the "
+                        "median's order-statistics interval (no assumption on the distribution)")
     g.add_argument("--precision", type=positive_float, default=0.025,
-                   help="stop when the CI half-width is at most this fraction of the mean")
+                   help="stop when the interval's half-width is at most this fraction of the "
+                        "mean (median-ci: of the median, on both sides)")
     g.add_argument("--min-reps", type=int_at_least(2), default=10)
     g.add_argument("--max-reps", type=int_at_least(2), default=1000)
     g.add_argument("--time-budget", type=typed(parse_time, "time"), default="60s",
@@ -136,7 +140,7 @@ def cmd_run(args, parser) -> int:
         err(f"argument --size: {args.size} bytes is not a whole number of {args.dtype} "
             f"elements ({itemsize} bytes each)")
     rule = stats.StoppingRule(args.confidence, args.precision, args.min_reps, args.max_reps,
-                              args.time_budget)
+                              args.time_budget, args.rule)
     try:
         rule.check()
     except ValueError as exc:
@@ -187,7 +191,7 @@ def cmd_run(args, parser) -> int:
         err(f"argument --param: {exc.args[0]}")
     run = Run(library=lib.name, env=force_env, procs=args.procs,
               nodes=1, cells=(cell,), thread_level=level)
-    settings = {"confidence": rule.confidence, "precision": rule.precision,
+    settings = {"rule": rule.kind, "confidence": rule.confidence, "precision": rule.precision,
                 "min_reps": rule.min_reps, "max_reps": rule.max_reps,
                 "time_budget": rule.time_budget, "warmup": args.warmup,
                 "base_compute": args.base_compute, "metric": args.metric, "sync": args.sync,
@@ -261,10 +265,23 @@ def _print_row(r, store) -> None:
     if r.status in ("ok", "not-converged") and _present(r["mean"]):
         hw = (r.ci_high - r.ci_low) / 2 if _present(r.ci_high) else float("nan")
         many = _present(r.get("launches")) and int(r.launches) > 1
+        how = r.get("ci_method")
         print(f"  mean {format_time(r['mean'])} ± {format_time(hw)} (95% CI"
-              + (f" over {int(r.launches)} launches" if many else "") + "), "
-              f"median {format_time(r['median'])}, n={int(r.within_n if many else r.n)}, "
+              + (f" over {int(r.launches)} launches" if many else "")
+              + (", of the log times: the t-interval reached below zero" if how == "log-t"
+                 else "") + "), "
+              f"median {format_time(r['median'])}"
+              + (f" [{format_time(r.median_ci_low)}, {format_time(r.median_ci_high)}]"
+                 if _present(r.get("median_ci_low")) and not many else "")
+              + f", n={int(r.within_n if many else r.n)}, "
               f"converged={'yes' if r.converged else 'no'}, status={r.status}")
+        if not many and _present(r.get("p5")):
+            rejected = r.get("t_rejected")
+            print(f"  p5 {format_time(r.p5)}, p95 {format_time(r.p95)}, "
+                  f"{int(r.outliers)} Tukey outlier(s) (kept), lag-1 autocorrelation "
+                  f"{r.lag1:.2f} (effective n {r.effective_n:.0f})"
+                  + (f"; the data reject the t-interval's {rejected}"
+                     if isinstance(rejected, str) and rejected != "none" else ""))
         print(f"  algbw {_bandwidth(r.algbw)}, busbw {_bandwidth(r.busbw)}"
               + (" (a 0-byte message moves no data)" if int(r["size"]) == 0 else ""))
     else:

@@ -61,7 +61,7 @@ def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None,
     rule = stats.StoppingRule(
         confidence=settings["confidence"], precision=settings["precision"],
         min_reps=settings["min_reps"], max_reps=settings["max_reps"],
-        time_budget=settings["time_budget"])
+        time_budget=settings["time_budget"], kind=settings.get("rule", "student-t"))
     metric = settings.get("metric", "mean")
     warmup = int(settings.get("warmup", 0))
     imb = cell.timing == "imb"

@@ -4,7 +4,9 @@ Every finding names the file and what disagrees:
 
 - every summary row has its run document, the cell in it, and (when it has repetitions) its
   raw repetitions in ``raw/<run>.parquet``;
-- n, mean, CI and status recomputed from the raw repetitions equal the run document's, and the
+- n, mean, CI, the median and its interval, p5, p95, the outlier count, the lag-1
+  autocorrelation and the effective sample size recomputed from the raw repetitions equal the
+  run document's (the distribution's statistics where the run document has them), and the
   summary equals the one the run documents give (``results.summary_frame``);
 - the stopping point is the first repetition where the rule held (``ok``), and the rule held
   at none (``not-converged``);
@@ -28,6 +30,8 @@ from . import store as results
 
 PROVENANCE_KEYS = ("library_version", "hosts", "harness", "python", "mpi4py", "jobscript_sha256")
 COMPARED = ("n", "mean", "ci_low", "ci_high")
+DISTRIBUTION = ("median", "median_ci_low", "median_ci_high", "p5", "p95", "outliers", "lag1",
+                "effective_n")
 
 
 def _empty():
@@ -88,7 +92,8 @@ def stopping_point(values, settings: dict) -> int | None:
                               precision=float(settings["precision"]),
                               min_reps=int(settings["min_reps"]),
                               max_reps=int(settings["max_reps"]),
-                              time_budget=float(settings.get("time_budget") or 1.0))
+                              time_budget=float(settings.get("time_budget") or 1.0),
+                              kind=settings.get("rule", "student-t"))
     running = stats.Running(rule)
     for k, v in enumerate(values, 1):
         running.add(float(v))
@@ -120,7 +125,8 @@ def _check_entry(where: str, entry: dict, reps, settings: dict, rep: Report) -> 
         return
     values = rows[column].to_numpy(float)
     again = stats.summarize(values, float(settings["confidence"]))
-    for key in COMPARED:
+    # the distribution's statistics too, where the run document has them (older ones do not)
+    for key in COMPARED + tuple(k for k in DISTRIBUTION if k in st):
         if not _close(st.get(key), again[key]):
             rep.add(where, f"{key} {_fmt(st.get(key))} in the run document, "
                            f"{_fmt(again[key])} from the raw repetitions")

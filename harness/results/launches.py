@@ -11,7 +11,9 @@ With R > 1 launches a cell's row therefore keeps:
   average, the largest within-launch relative half-width, the repetitions of all launches);
 - ``mean``, ``ci_low``, ``ci_high``, ``rel_halfwidth``, ``std``: the between-launch
   statistics: the mean of the launch means and its Student-t interval over R - 1 degrees of
-  freedom, so every table and figure uses them unchanged;
+  freedom, so every table and figure uses them unchanged (with two or three launches that
+  interval can reach below zero: then the interval of the log means is given instead,
+  ``ci_method`` ``log-t``; ``stats.time_interval``);
 - ``launches_disagree``: true when the between-launch half-width exceeds the precision of the
   stopping rule, i.e. the launches do not agree on the mean to the precision asked for;
 - ``status``: ``wrong`` if any launch was wrong; else the worst failure if no launch gave a
@@ -28,7 +30,7 @@ import math
 
 import numpy as np
 
-from ..stats import t_quantile
+from ..stats import t_quantile, time_interval
 
 # point-to-point benchmarks (harness/algorithms/p2p_bench.py): their bytes cross one link once
 POINT_TO_POINT = ("pingpong", "reduce_local")
@@ -68,6 +70,7 @@ def combine(rows: list[dict], confidence: float = 0.95, precision: float = 0.025
         hw = t_quantile(confidence, k - 1) * std / math.sqrt(k)
     else:
         std, hw = math.nan, math.nan
+    low, high, method = time_interval(means, confidence)  # never below zero
     rel = hw / abs(mean) if mean and k > 1 else math.nan
     disagree = bool(k > 1 and rel > precision)
     within_hw = [(float(r["ci_high"]) - float(r["ci_low"])) / 2 for r in usable
@@ -85,7 +88,10 @@ def combine(rows: list[dict], confidence: float = 0.95, precision: float = 0.025
         within_mean=mean, within_ci_low=mean - w_hw, within_ci_high=mean + w_hw,
         within_rel_halfwidth=max(within_rel) if within_rel else math.nan,
         within_n=int(sum(int(r["n"]) for r in usable if _finite(r.get("n")))),
-        n=k, mean=mean, std=std, ci_low=mean - hw, ci_high=mean + hw, rel_halfwidth=rel,
+        n=k, mean=mean, std=std, ci_low=low, ci_high=high, ci_method=method, rel_halfwidth=rel,
+        # the repetitions' own statistics belong to each launch, not to the launch means
+        p5=math.nan, p95=math.nan, outliers=None, lag1=math.nan, effective_n=math.nan,
+        t_rejected=None,
         median=float(np.median([float(r["median"]) for r in usable if _finite(r.get("median"))]
                                or [math.nan])),
         min=min(float(r["min"]) for r in usable), max=max(float(r["max"]) for r in usable),

@@ -25,7 +25,7 @@ from ..dnn import workload
 from ..errors import StoreError
 from ..fileio import atomic_write_text, read_json, write_json
 from .launches import LAUNCH_COLUMNS, bus_bandwidth, combine_frame
-from ..stats import normality_p
+from ..stats import autocorrelated, normality_p
 
 STATUSES = ("ok", "wrong", "timeout", "failed", "not-converged")
 
@@ -33,7 +33,8 @@ SUMMARY_COLUMNS = [
     "campaign", "cell_id", "run_id", "library", "library_version", "algorithm", "procs",
     "nodes", "size", "count", "dtype", "op", "delay", "max_delay", "late_rank", "params",
     "thread_level", "timing", "launch", "oversubscribed", "record", "metric", "n", "mean", "ci_low", "ci_high", "rel_halfwidth", "std", "median",
-    "median_ci_low", "median_ci_high", "min", "max", "normality_p", "converged", "status",
+    "median_ci_low", "median_ci_high", "min", "max", "normality_p", "p5", "p95", "outliers",
+    "lag1", "effective_n", "ci_method", "t_rejected", "converged", "status",
     "error", "algbw", "busbw", "warmup", "seed", "host", "git_commit", "config_hash",
     "finished", "launches", "launch_means", "launches_disagree", "within_mean",
     "within_ci_low", "within_ci_high", "within_rel_halfwidth", "within_n",
@@ -113,6 +114,21 @@ def oversubscribed(prov: dict) -> bool | None:
     return any(r > (c or 0) for r, c in ranks.values())
 
 
+def t_rejected(normality_p, n, lag1) -> str | None:
+    """Which assumptions of the Student-t interval the cell's repetitions reject at 5 %:
+    ``normality`` (Shapiro-Wilk), ``independence`` (lag-1 autocorrelation, Bartlett's bound),
+    both, or ``none``; None when the statistics are missing (an older run document, an
+    unfinished cell)."""
+    if n is None or lag1 is None:
+        return None
+    said = []
+    if normality_p is not None and normality_p == normality_p and normality_p < 0.05:
+        said.append("normality")
+    if autocorrelated(int(n), float(lag1)):
+        said.append("independence")
+    return ", ".join(said) or "none"
+
+
 def summary_rows(doc: dict, settings: dict | None = None,
                  normality: dict | None = None) -> list[dict]:
     """One summary row per cell of a run document; ``normality`` (cell id -> Shapiro-Wilk p,
@@ -146,8 +162,12 @@ def summary_rows(doc: dict, settings: dict | None = None,
             "library_version": prov.get("library_version"),
             "metric": entry.get("metric") or run_metric,
             **{k: st.get(k) for k in ("n", "mean", "ci_low", "ci_high", "rel_halfwidth", "std",
-                                      "median", "median_ci_low", "median_ci_high", "min", "max")},
+                                      "median", "median_ci_low", "median_ci_high", "min", "max",
+                                      "p5", "p95", "outliers", "lag1", "effective_n",
+                                      "ci_method")},
             "normality_p": normality.get(entry["cell_id"], st.get("normality_p")),
+            "t_rejected": t_rejected(normality.get(entry["cell_id"], st.get("normality_p")),
+                                     st.get("n"), st.get("lag1")),
             "converged": entry.get("converged"),
             "status": entry["status"],
             "error": entry.get("error"),
