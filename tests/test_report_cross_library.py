@@ -148,12 +148,17 @@ def test_config_reference_library():
 
 
 def test_rule_is_wired_when_two_libraries_have_native_cells():
-    report = (REPO / "workflow/rules/report.smk").read_text()
-    assert "rule report_cross_library" in report
-    assert "CROSS_LIBRARY = len(NATIVE_LIBRARIES) >= 2" in report
-    # in the one list of report outputs, which the page and `rule all` both read
-    page = (REPO / "workflow/rules/page.smk").read_text()
-    assert "rules.report_cross_library.output if CROSS_LIBRARY else []" in page
+    """The registry's entry (harness/report/registry.py), which report.smk turns into rule
+    report_cross_library and page.smk into outputs of `rule all` and the page: a campaign gets
+    the report when two libraries or more have native cells, not with one."""
+    from harness.report.registry import REPORTS, Facts
+
+    entry = REPORTS["cross_library"]
+    assert entry.rule_name == "report_cross_library" and entry.on_page and entry.from_summary
+    assert entry.applies(Facts(native_libraries=("impi", "mpich")))
+    assert not entry.applies(Facts(native_libraries=("mpich",)))
+    assert "f/cross_library_normalised.pdf" in entry.outputs("t", "f", Facts())
+    assert entry.options(Facts(), {"reference_library": "impi"}) == {"reference": "impi"}
     assert "REPORT_OUTPUTS," in (REPO / "Snakefile").read_text()
 
 

@@ -272,8 +272,10 @@ def _fill(lib, e: pd.DataFrame, p_ranges: dict) -> tuple[Table, pd.DataFrame]:
 def writer(library: str):
     """The module that writes ``library``'s own tuning files (``harness/tuning/<lib>.py``)."""
     try:
-        return importlib.import_module(f".tuning.{library}", __package__)
-    except ModuleNotFoundError:
+        return importlib.import_module(f"harness.tuning.{library}")
+    except ModuleNotFoundError as exc:  # a library without a writer; any other import error
+        if exc.name != f"harness.tuning.{library}":  # is a bug and must show
+            raise
         return None
 
 

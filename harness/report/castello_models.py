@@ -64,7 +64,6 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 
 from ..analysis import netparams
-from ..fileio import atomic_write_text
 from ..models import maxrate
 from . import style, tables
 from .castello_data import (
@@ -80,18 +79,6 @@ from .castello_data import (
     segment_size,
     variants,
 )
-
-
-def _write(header, rows, frame, base: Path, caption: str) -> list[Path]:
-    base.parent.mkdir(parents=True, exist_ok=True)
-    md = tables.plain_markdown(header, rows, f"**{caption}**")
-    tex = tables.plain_latex(header, rows, caption, label=f"tab:{base.name.replace('_', '-')}")
-    written = []
-    for ext, text in (("md", md), ("tex", tex), ("csv", frame.to_csv(index=False))):
-        path = base.parent / f"{base.name}.{ext}"
-        atomic_write_text(path, text)
-        written.append(path)
-    return written
 
 
 def _n(v) -> str:
@@ -111,7 +98,7 @@ def write_model_table(t: pd.DataFrame, base, doc: dict) -> list[Path]:
            "size/time) and the models THEO (Table 1), OVL (all overlapped: L + max(B, A)) and "
            f"NOVL (no overlap: 2L + 2B + A), with alpha, beta, gamma from the {srcs} fit "
            f"(gamma {doc['gamma']:.3g} s/B). ‡ oversubscribed.")
-    return _write(header, rows, t, Path(base), cap)
+    return tables.write_table(t, base, cap, header=header, rows=rows, bold_caption=True)
 
 
 def write_params_table(t: pd.DataFrame, base) -> list[Path]:
@@ -125,7 +112,7 @@ def write_params_table(t: pd.DataFrame, base) -> list[Path]:
     cap = ("Network parameters: Hockney alpha, beta from one-pair ping-pong (least squares "
            "weighted by 1/time), gamma from local reductions, beside Castelló et al.'s "
            "(gamma = 8e9 FP32 flop/s as 4 B per flop) and SUARA Table 4's.")
-    return _write(header, rows, t, Path(base), cap)
+    return tables.write_table(t, base, cap, header=header, rows=rows, bold_caption=True)
 
 
 # --------------------------------------------------------------------------- figures

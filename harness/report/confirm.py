@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..fileio import atomic_write_text
-from . import style
-from .tables import format_size, plain_latex, plain_markdown
+from . import style, tables
+from .tables import format_size
 
 COLUMNS = ["library", "procs", "size", "dtype", "op", "timing", "best", "auto_mean", "best_mean",
            "gain", "gain_ci_low", "gain_ci_high", "pairs", "campaign_gain", "verdict"]
@@ -58,14 +57,6 @@ def _display(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
 CAPTION = ("AUTO vs BEST confirmed in fresh launches measured alternately (A B B A). Gain = "
            "t_AUTO / t_BEST over paired launches, 95% CI; a CI containing 1 is a tie. "
            "Oversubscribed: more ranks than cores, no claim.")
-
-
-def to_markdown(df) -> str:
-    return plain_markdown(*_display(df), caption=CAPTION)
-
-
-def to_latex(df) -> str:
-    return plain_latex(*_display(df), caption=CAPTION, label="tab:auto-vs-best-confirmed")
 
 
 def figure(df: pd.DataFrame, path) -> list[Path]:
@@ -114,9 +105,7 @@ def figure(df: pd.DataFrame, path) -> list[Path]:
 
 def make_confirm(paths, tables_dir, figures_dir) -> None:
     df = load(paths)
-    base = Path(tables_dir) / "auto_vs_best_confirmed"
-    base.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(base.with_suffix(".md"), to_markdown(df))
-    atomic_write_text(base.with_suffix(".tex"), to_latex(df))
-    atomic_write_text(base.with_suffix(".csv"), df.to_csv(index=False))
+    header, rows = _display(df)
+    tables.write_table(df, Path(tables_dir) / "auto_vs_best_confirmed", CAPTION, header=header,
+                       rows=rows)
     figure(df, Path(figures_dir) / "auto_vs_best_confirmed")

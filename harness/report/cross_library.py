@@ -27,13 +27,11 @@ SUMMARY_CSV TABLES_DIR FIGURES_DIR [REFERENCE]``.
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..fileio import atomic_write_text
 from . import style, tables
 from .figures import context_label, size_ticks, throughput_points
 from .workload import LIB_COLOURS, grouped_bars
@@ -112,17 +110,17 @@ def table(df: pd.DataFrame, reference: str | None = None) -> pd.DataFrame:
 
 # ------------------------------------------------------------------------------------ tables
 
-def _speed(r, who) -> str:
+def _speed(r, who) -> str | dict:
     s = r[f"{who}_speedup"]
     if not math.isfinite(s):
         return "n/a"
     text = f"{s:.2f}×" if s >= 0.1 else f"{s:.2g}×"
     if r[f"{who}_significant"]:
-        return f"**{text}**"
+        return {"text": text, "bold": True}
     return text + (" ‡" if r["oversubscribed"] else "")
 
 
-def _display(t: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+def _display(t: pd.DataFrame) -> tuple[list[str], list[list]]:
     keys = t.attrs.get("keys", ["procs", "size"])
     ctx = [k for k in keys if k not in ("procs", "size")]
     ref = style.library_title(t.attrs.get("reference") or "")
@@ -149,20 +147,6 @@ def caption(reference: str | None) -> str:
             f"{ref}'s AUTO (Fig. 10, right): speedup = {ref} AUTO time / time, > 1 is faster. "
             "Times are means with their 95% CI; bold: the two CIs do not overlap; ‡ "
             "oversubscribed (more ranks than cores): no claim; † not converged.")
-
-
-def write_tables(t: pd.DataFrame, tables_dir) -> list[Path]:
-    """``cross_library.{md,tex,csv}`` (CSV: the tidy numbers, times in seconds)."""
-    base = Path(tables_dir) / TABLE
-    base.parent.mkdir(parents=True, exist_ok=True)
-    header, body = _display(t)
-    cap = caption(t.attrs.get("reference"))
-    md, tex, csv = (base.parent / f"{base.name}.{e}" for e in ("md", "tex", "csv"))
-    atomic_write_text(md, tables.plain_markdown(header, body, cap))
-    latex = tables.plain_latex(header, body, cap, label="tab:cross-library")
-    atomic_write_text(tex, re.sub(r"\*\*(.+?)\*\*", r"\\textbf{\1}", latex))
-    atomic_write_text(csv, t.to_csv(index=False))
-    return [md, tex, csv]
 
 
 # ----------------------------------------------------------------------------------- figures
@@ -293,7 +277,9 @@ def figure_normalised(t: pd.DataFrame, base) -> list[Path]:
 def make_all(summary_csv, tables_dir, figures_dir, reference: str | None = None) -> list[Path]:
     """The cross-library table and both figures; files exist even with no data."""
     t = table(pd.read_csv(summary_csv), reference)
-    written = write_tables(t, tables_dir)
+    header, body = _display(t)
+    written = tables.write_table(t, Path(tables_dir) / TABLE, caption(t.attrs.get("reference")),
+                                 header=header, rows=body)
     written += figure(t, Path(figures_dir) / FIGURES[0])
     written += figure_normalised(t, Path(figures_dir) / FIGURES[1])
     return written

@@ -23,7 +23,6 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ..dnn import fusion, traces
-from ..fileio import atomic_write_text
 from . import style, tables
 
 __all__ = ["COMBOS", "make_fig7", "model_table", "table_rows"]
@@ -108,20 +107,6 @@ def _sources_note(df: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_model_table(df: pd.DataFrame, path_without_ext) -> list[Path]:
-    """``<path>.md``, ``.tex`` and ``.csv``, each atomically (the table helpers of
-    ``harness.report.tables``; its ``write_table`` is specific to the AUTO vs BEST table)."""
-    base = Path(path_without_ext)
-    base.parent.mkdir(parents=True, exist_ok=True)
-    header, rows = table_rows(df)
-    md, tex, csv = (base.parent / f"{base.name}.{ext}" for ext in ("md", "tex", "csv"))
-    atomic_write_text(md, tables.plain_markdown(header, rows, f"**{CAPTION}**") + "\n"
-                      + _sources_note(df))
-    atomic_write_text(tex, tables.plain_latex(header, rows, CAPTION, label="tab:dnn-models"))
-    atomic_write_text(csv, df.to_csv(index=False))
-    return [md, tex, csv]
-
-
 def _size_axis(ax) -> None:
     ax.set_xscale("log", base=2)
     ax.set_xlim(2**3, 2**30)
@@ -178,6 +163,9 @@ def make_fig7(models, tables_dir, figures_dir) -> list[Path]:
     models = list(models) if models else list(traces.MODELS)
     for m in models:
         traces.path_of(m)  # ValueError naming an unknown model
-    written = write_model_table(model_table(models), Path(tables_dir) / "dnn_models")
+    df = model_table(models)
+    header, rows = table_rows(df)
+    written = tables.write_table(df, Path(tables_dir) / "dnn_models", CAPTION, header=header,
+                                 rows=rows, bold_caption=True, md_note=_sources_note(df))
     written += fig7(models, Path(figures_dir) / "dnn_fig7")
     return written

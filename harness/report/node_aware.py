@@ -45,7 +45,6 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..fileio import atomic_write_text
 from ..models import maxrate
 from ..results.store import TIMED
 from . import style, tables
@@ -121,24 +120,8 @@ def _real_note(nat: pd.DataFrame) -> str:
 
 # ------------------------------------------------------------------------------------ tables
 
-def _write(table: pd.DataFrame, header: list[str], rows: list[list[str]], base: Path,
-           caption: str) -> list[Path]:
-    base.parent.mkdir(parents=True, exist_ok=True)
-    md = [f"**{caption}**", "", "| " + " | ".join(header) + " |",
-          "|" + "|".join(":---" if i == 0 else "---:" for i in range(len(header))) + "|"]
-    md += ["| " + " | ".join(r) + " |" for r in rows]
-    tex = [r"\begin{table}[t]", r"\centering", r"\small",
-           rf"\caption{{{tables.tex_escape(caption)}}}",
-           rf"\label{{tab:{base.name.replace('_', '-')}}}",
-           rf"\begin{{tabular}}{{{'l' + 'r' * (len(header) - 1)}}}", r"\toprule",
-           " & ".join(rf"\textbf{{{tables.tex_escape(h)}}}" for h in header) + r" \\", r"\midrule"]
-    tex += [" & ".join(tables.tex_escape(c) for c in r) + r" \\" for r in rows]
-    tex += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
-    paths = [base.parent / f"{base.name}.{ext}" for ext in ("md", "tex", "csv")]
-    atomic_write_text(paths[0], "\n".join(md) + "\n")
-    atomic_write_text(paths[1], "\n".join(tex))
-    atomic_write_text(paths[2], table.to_csv(index=False))
-    return paths
+# the first column left, the others right; Markdown cells as they are
+LAYOUT = dict(placement="t", align="lr", bold_header=True, bold_caption=True, escape=False)
 
 
 def _int(v) -> str:
@@ -155,7 +138,7 @@ def write_counts(table: pd.DataFrame, base: Path) -> list[Path]:
     caption = ("Point-to-point messages per allreduce call: the most any one rank sends to "
                "other nodes (inter) and inside its node (intra), counted on an extra untimed "
                "call; NAP's inter-node count against ⌈log_ppn n⌉, RD's against ⌈log2 n⌉.")
-    return _write(table, header, rows, base, caption)
+    return tables.write_table(table, base, caption, header=header, rows=rows, **LAYOUT)
 
 
 def write_times(table: pd.DataFrame, base: Path) -> list[Path]:
@@ -195,7 +178,7 @@ def write_times(table: pd.DataFrame, base: Path) -> list[Path]:
                     "library's AUTO) on the real node layout ('native nodes'); where RD/SMP/NAP "
                     "ran on emulated nodes the two are not comparable and no speedup over "
                     "MPICH's SMP is given (Bienz et al., Figs. 16-17 compare them on real nodes).")
-    return _write(table, header, rows, base, caption)
+    return tables.write_table(table, base, caption, header=header, rows=rows, **LAYOUT)
 
 
 # ----------------------------------------------------------------------------------- figures
@@ -364,7 +347,7 @@ def write_fig1_table(table: pd.DataFrame, base: Path) -> list[Path]:
     caption = ("Bienz et al., Fig. 1: time of one MPI_Allreduce of a single double (8 B, sum) "
                "with each library's own choice (AUTO) against P. ‡ oversubscribed (more ranks "
                "than cores): measured, but no claim is drawn from it.")
-    return _write(table, header, rows, base, caption)
+    return tables.write_table(table, base, caption, header=header, rows=rows, **LAYOUT)
 
 
 def fig1_figure(table: pd.DataFrame, path) -> list[Path]:

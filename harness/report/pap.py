@@ -38,7 +38,6 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..fileio import atomic_write_text
 from . import style, tables
 from .pap_data import GROUP, by_mode, delay_modes, label_order, pap_rows, table3, table4
 
@@ -126,11 +125,6 @@ def _blocks4(t4: pd.DataFrame):
         yield title, delays, sections
 
 
-def _md_cell(text, bold, dagger):
-    text = text + (" †" if dagger and text else "")
-    return f"**{text}**" if bold and text else text
-
-
 NOTE3 = ("Each entry: the average elapsed time in ms (mean over repetitions of the mean over "
          "ranks) and, below, the speedup over the ring (ring / algorithm). Bold: faster than "
          "the ring beyond noise (the 95% CIs do not overlap); ≈ a tie (they overlap); ‡ "
@@ -145,81 +139,64 @@ NOTE4 = ("Each entry: the difference of the average elapsed times in ms (algorit
          "delay in ms.")
 
 
-def table3_markdown(t3: pd.DataFrame) -> str:
-    out = ["# PAP Table 3: algorithms × max delay", "", NOTE3, ""]
-    for title, delays, body in _blocks3(t3):
-        out += [f"**{title}**", "",
-                "| Algorithm ↓ / Max delay → | " + " | ".join(_delay_header(m) for m in delays) + " |",
-                "|:---|" + "---:|" * len(delays)]
-        for label, times, speed in body:
-            out.append(f"| {label} | " + " | ".join(_md_cell(*c) for c in times) + " |")
-            out.append("|  | " + " | ".join(_md_cell(*c) for c in speed) + " |")
-        out.append("")
-    return "\n".join(out)
+def _cells(cells) -> list[dict]:
+    """``(text, bold, dagger)`` as ``tables`` cells, LaTeX with a hyphen for the minus."""
+    return [{"text": t, "tex": t.replace("−", "-"), "bold": b, "dagger": d} for t, b, d in cells]
 
 
-def table4_markdown(t4: pd.DataFrame) -> str:
-    out = ["# PAP Table 4: size × max delay, vs the ring", "", NOTE4, ""]
-    for title, delays, sections in _blocks4(t4):
-        out += [f"**{title}**", "",
-                "| Size ↓ / Max delay → | " + " | ".join(_delay_header(m) for m in delays) + " |",
-                "|:---|" + "---:|" * len(delays)]
-        for mode, body in sections:
-            out.append(f"| *{mode}* |" + " |" * len(delays))
-            for size, diff, speed in body:
-                out.append(f"| {size} | " + " | ".join(_md_cell(*c) for c in diff) + " |")
-                out.append("|  | " + " | ".join(_md_cell(*c) for c in speed) + " |")
-        out.append("")
-    return "\n".join(out)
+def _header(first: str, delays) -> list:
+    return [{"text": f"{first} ↓ / Max delay →", "tex": first}, *map(_delay_header, delays)]
 
 
-def _tex_cell(text, bold, dagger):
-    t = tables.tex_escape(text.replace("−", "-"))
-    if dagger and t:
-        t += r"$^\dagger$"
-    return rf"\textbf{{{t}}}" if bold and t else t
+# a booktabs table per block, its columns the max delays; Table 3's bound symbols in LaTeX
+# also for pdfLaTeX
+LAYOUT = dict(placement="t", align="lr", span="Max delay (ms)", bold_caption=True, escape=False)
+SYMBOLS3 = {"Δ": r"$\Delta$", "δ": r"$\delta$", "−": "-"}
+EMPTY = {"blocks": [], "preamble": ("No PAP cells with a time.\n", "% no PAP cells with a time\n")}
 
 
-def _tex_table(title, delays, head, rows, note, label) -> list[str]:
-    ncol = len(delays)
-    out = [r"\begin{table}[t]", r"\centering", r"\small",
-           rf"\caption{{{tables.tex_escape(title)}. {tables.tex_escape(note)}}}",
-           rf"\label{{{label}}}", rf"\begin{{tabular}}{{l{'r' * ncol}}}", r"\toprule",
-           rf"{tables.tex_escape(head)} & \multicolumn{{{ncol}}}{{c}}{{Max delay (ms)}} \\",
-           rf"\cmidrule(l){{2-{ncol + 1}}}",
-           " & " + " & ".join(_delay_header(m) for m in delays) + r" \\", r"\midrule"]
-    out += rows
-    out += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
-    return out
-
-
-def table3_latex(t3: pd.DataFrame) -> str:
-    out = ["% PAP Table 3 (needs \\usepackage{booktabs})", ""]
+def _layout3(t3: pd.DataFrame) -> dict:
+    """``tables.write_table``'s keywords for Table 3."""
+    if not len(t3):
+        return EMPTY
+    blocks = []
     for i, (title, delays, body) in enumerate(_blocks3(t3)):
         rows = []
         for j, (label, times, speed) in enumerate(body):
             if j:
-                rows.append(r"\addlinespace")
-            rows.append(tables.tex_escape(label) + " & " + " & ".join(_tex_cell(*c) for c in times) + r" \\")
-            rows.append(" & " + " & ".join(_tex_cell(*c) for c in speed) + r" \\")
-        out += _tex_table(title, delays, "Algorithm", rows, NOTE3, f"tab:pap-table3-{i + 1}")
-    # the bound's symbols, for pdfLaTeX too
-    return "\n".join(out).replace("Δ", r"$\Delta$").replace("δ", r"$\delta$").replace("−", "-")
+                rows.append(tables.Rule(r"\addlinespace"))
+            rows += [[label, *_cells(times)], ["", *_cells(speed)]]
+        blocks.append(tables.Block(_header("Algorithm", delays), rows, title,
+                                   f"tab:pap-table3-{i + 1}",
+                                   tables.tex_escape(f"{title}. {NOTE3}", SYMBOLS3)))
+    return dict(blocks=blocks, symbols=SYMBOLS3, **LAYOUT,
+                preamble=(f"# PAP Table 3: algorithms × max delay\n\n{NOTE3}\n\n",
+                          "% PAP Table 3 (needs \\usepackage{booktabs})\n\n"))
 
 
-def table4_latex(t4: pd.DataFrame) -> str:
-    out = ["% PAP Table 4 (needs \\usepackage{booktabs})", ""]
+def _layout4(t4: pd.DataFrame) -> dict:
+    """``tables.write_table``'s keywords for Table 4."""
+    if not len(t4):
+        return EMPTY
+    blocks = []
     for i, (title, delays, sections) in enumerate(_blocks4(t4)):
         rows = []
         for k, (mode, body) in enumerate(sections):
             if k:
-                rows.append(r"\midrule")
-            rows.append(rf"\multicolumn{{{len(delays) + 1}}}{{l}}{{\emph{{{tables.tex_escape(mode)}}}}} \\")
+                rows.append(tables.Rule(r"\midrule"))
+            rows.append(tables.Section(mode))
             for size, diff, speed in body:
-                rows.append(tables.tex_escape(size) + " & " + " & ".join(_tex_cell(*c) for c in diff) + r" \\")
-                rows.append(" & " + " & ".join(_tex_cell(*c) for c in speed) + r" \\")
-        out += _tex_table(title, delays, "Size", rows, NOTE4, f"tab:pap-table4-{i + 1}")
-    return "\n".join(out)
+                rows += [[size, *_cells(diff)], ["", *_cells(speed)]]
+        blocks.append(tables.Block(_header("Size", delays), rows, title, f"tab:pap-table4-{i + 1}",
+                                   tables.tex_escape(f"{title}. {NOTE4}")))
+    return dict(blocks=blocks, **LAYOUT,
+                preamble=(f"# PAP Table 4: size × max delay, vs the ring\n\n{NOTE4}\n\n",
+                          "% PAP Table 4 (needs \\usepackage{booktabs})\n\n"))
+
+
+def table3_markdown(t3: pd.DataFrame) -> str:
+    """Table 3 as ``pap_table3.md`` holds it."""
+    return tables.render(**_layout3(t3))[0]
 
 
 def write_tables(df: pd.DataFrame, tables_dir, raw_dir=None) -> list[Path]:
@@ -227,16 +204,8 @@ def write_tables(df: pd.DataFrame, tables_dir, raw_dir=None) -> list[Path]:
     ``raw_dir`` (the campaign's ``raw/``) Table 3 carries the Sect. 3 bound."""
     base = Path(tables_dir)
     t3, t4 = table3(df, raw_dir), table4(df)
-    written = []
-    for name, t, md, tex in (("pap_table3", t3, table3_markdown, table3_latex),
-                             ("pap_table4", t4, table4_markdown, table4_latex)):
-        for ext, text in (("md", md(t) if len(t) else "No PAP cells with a time.\n"),
-                          ("tex", tex(t) if len(t) else "% no PAP cells with a time\n"),
-                          ("csv", t.to_csv(index=False))):
-            path = base / f"{name}.{ext}"
-            atomic_write_text(path, text)
-            written.append(path)
-    return written
+    return (tables.write_table(t3, base / "pap_table3", **_layout3(t3))
+            + tables.write_table(t4, base / "pap_table4", **_layout4(t4)))
 
 
 # ---------------------------------------------------------------------------------- figures

@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..fileio import atomic_write_text
 from ..results.store import TIMED, row_json
 from ..units import format_size, format_time
 from . import style, tables
@@ -36,6 +35,9 @@ LIB_COLOURS = {"mpich": "#1f77b4", "openmpi": "#d62728", "impi": "#2ca02c"}
 LIB_MARKERS = {"mpich": "o", "openmpi": "s", "impi": "D"}
 LEVEL_STYLES = {"socket": ":", "node": "-", "network": "--", "mixed": "-."}
 PAIR_STYLES = ["-", "--", ":", "-."]
+CAPTION = ("Ping-pong one-way time (round trip / 2, mean over the k concurrent pairs) and "
+           "per-pair bandwidth size / time, per library, level and k; local reduction "
+           "recv = send op recv: time and bytes/s per rank (Castelló et al., Fig. 4).")
 
 
 def _rate(bps: float) -> str:
@@ -104,21 +106,6 @@ def table(df: pd.DataFrame) -> tuple[list[str], list[list[str]], pd.DataFrame]:
                         "n": r.get("n"), "status": r.status, "bound": r.bound,
                         "oversubscribed": bool(r.oversubscribed), "cell_id": r.cell_id})
     return header, body, pd.DataFrame(numeric)
-
-
-def write_table(df: pd.DataFrame, tables_dir) -> list[Path]:
-    header, body, numeric = table(df)
-    base = Path(tables_dir) / TABLE
-    base.parent.mkdir(parents=True, exist_ok=True)
-    caption = ("Ping-pong one-way time (round trip / 2, mean over the k concurrent pairs) and "
-               "per-pair bandwidth size / time, per library, level and k; local reduction "
-               "recv = send op recv: time and bytes/s per rank (Castelló et al., Fig. 4).")
-    paths = [base.parent / f"{base.name}.{e}" for e in ("md", "tex", "csv")]
-    atomic_write_text(paths[0], tables.plain_markdown(header, body, caption))
-    atomic_write_text(paths[1], tables.plain_latex(header, body, caption,
-                                                   label="tab:pingpong"))
-    atomic_write_text(paths[2], numeric.to_csv(index=False))
-    return paths
 
 
 def _lines(ax, d: pd.DataFrame, label_of, style_of) -> int:
@@ -191,4 +178,7 @@ def figure(df: pd.DataFrame, path_without_ext) -> list[Path]:
 def make_all(summary_csv, tables_dir, figures_dir) -> list[Path]:
     """Write the table and the figure; returns the paths."""
     df = pd.read_csv(summary_csv)
-    return write_table(df, tables_dir) + figure(df, Path(figures_dir) / FIGURE)
+    header, body, numeric = table(df)
+    written = tables.write_table(numeric, Path(tables_dir) / TABLE, CAPTION, header=header,
+                                 rows=body)
+    return written + figure(df, Path(figures_dir) / FIGURE)

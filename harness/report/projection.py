@@ -53,7 +53,6 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
 from .. import models
-from ..fileio import atomic_write_text
 from ..models import maxrate
 from . import style, tables
 from .projection_model import (
@@ -119,18 +118,6 @@ def caption(pp: ProjectionParams, ppn: int) -> str:
             f"a win above {TIE:.0%}), and RD/SMP/NAP (max-rate model, Bienz et al. eqs. 4-6) "
             f"at ppn {ppn}. Hockney parameters: {pp.hockney_source}. Max-rate parameters: "
             f"{pp.maxrate_source}.")
-
-
-def write_tables(df: pd.DataFrame, path_without_ext, cap: str) -> list[Path]:
-    """``<path>.md``, ``.tex`` and ``.csv`` (the numbers, times in seconds), each atomically."""
-    base = Path(path_without_ext)
-    base.parent.mkdir(parents=True, exist_ok=True)
-    rows = table_rows(df)
-    md, tex, csv = (base.parent / f"{base.name}.{ext}" for ext in ("md", "tex", "csv"))
-    atomic_write_text(md, tables.plain_markdown(HEADER, rows, f"**{cap}**"))
-    atomic_write_text(tex, tables.plain_latex(HEADER, rows, cap, label="tab:projection"))
-    atomic_write_text(csv, df.to_csv(index=False))
-    return [md, tex, csv]
 
 
 # ----------------------------------------------------------------------------- figures
@@ -436,10 +423,10 @@ def make_projection(summary_csv, tables_dir, figures_dir, params_file=None,
                                  max_procs)
     df = projection_frame(pp, max_procs, int(ppn))
     cap = caption(pp, int(ppn))
-    written += write_tables(df, tables_dir / "projection", cap)
+    written += tables.write_table(df, tables_dir / "projection", cap, header=HEADER,
+                                  rows=table_rows(df), bold_caption=True)
     return {"written": written, "table": df, "caption": cap, "params": pp, "fits": fits,
             "suara_region": region, "node_aware_regions": na_regions}
 
 
-__all__ = ["make_projection", "write_tables", "suara_figure", "node_aware_figure", "HEADER",
-           "table_rows"]
+__all__ = ["make_projection", "suara_figure", "node_aware_figure", "HEADER", "table_rows"]

@@ -7,8 +7,7 @@
   brackets the 95 % interval of the per-round ratios, the executions of one round being
   neighbours in time), the training total time likewise, the final test accuracy, and the
   paper's values beside them.
-- ``write_table5``: ``sgd_<experiment>.{md,tex,csv}`` (``.csv``: the numbers, times in
-  seconds).
+- the table: ``sgd_<experiment>.{md,tex,csv}`` (``.csv``: the numbers, times in seconds).
 - ``loss_figure``: training loss over the iterations per algorithm (mean over executions,
   smoothed), ``figures/<c>/sgd_<experiment>_loss.{png,pdf}``.
 - ``make_table5(paths, tables_dir, figures_dir, experiment)``: all of them (rule
@@ -24,7 +23,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..fileio import atomic_write_text, read_json
+from ..fileio import read_json
 from ..stats import half_width
 from . import style, tables
 
@@ -167,19 +166,6 @@ def caption(docs: list[dict]) -> str:
             f"128 executions per algorithm.")
 
 
-def write_table5(t: pd.DataFrame, path_without_ext, cap: str) -> list[Path]:
-    base = Path(path_without_ext)
-    rows = _rows(t)
-    md = tables.plain_markdown(HEADER, rows, f"**{cap}**")
-    tex = tables.plain_latex(HEADER, rows, cap, label=f"tab:{base.name.replace('_', '-')}")
-    written = []
-    for ext, text in (("md", md), ("tex", tex), ("csv", t.to_csv(index=False))):
-        path = base.parent / f"{base.name}.{ext}"
-        atomic_write_text(path, text)
-        written.append(path)
-    return written
-
-
 def loss_figure(docs: list[dict], path_without_ext, title: str) -> list[Path]:
     style.setup()
     fig = Figure(figsize=(4.6, 2.8), layout="constrained")
@@ -214,7 +200,8 @@ def make_table5(paths, tables_dir, figures_dir, experiment: str) -> list[Path]:
     if not docs:
         raise ValueError(f"sgd experiment {experiment}: no executions")
     t = table5(docs)
-    written = write_table5(t, Path(tables_dir) / f"sgd_{experiment}", caption(docs))
+    written = tables.write_table(t, Path(tables_dir) / f"sgd_{experiment}", caption(docs),
+                                 header=HEADER, rows=_rows(t), bold_caption=True)
     d = docs[0]
     title = (f"Training loss, {d['library']} P={d['procs']}, synthetic data "
              f"(moving average of {SMOOTH})")

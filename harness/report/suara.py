@@ -36,7 +36,6 @@ from matplotlib.figure import Figure
 
 from .. import models
 from ..analysis.fit import fit_campaign
-from ..fileio import atomic_write_text
 from ..results.store import row_json
 from . import style, tables
 
@@ -72,27 +71,9 @@ def fitted_params(summary_csv, gamma: float | None = None) -> tuple[models.Param
         return models.Params.paper(), "paper Table 4"
 
 
-def write_plain_table(df: pd.DataFrame, path_without_ext, caption: str) -> list[Path]:
-    """``df`` (already formatted cells) as .md, .tex (booktabs) and .csv."""
-    base = Path(path_without_ext)
-    base.parent.mkdir(parents=True, exist_ok=True)
-    cols = list(df.columns)
-    md = [f"**{caption}**", "", "| " + " | ".join(cols) + " |", "|" + "|".join(":---" for _ in cols) + "|"]
-    md += ["| " + " | ".join(str(v) for v in row) + " |" for row in df.itertuples(index=False)]
-    if df.empty:
-        md.append("| " + " | ".join("–" for _ in cols) + " |")
-    tex = [r"\begin{table}[t]", r"\centering", r"\small",
-           rf"\caption{{{tables.tex_escape(caption)}}}",
-           rf"\label{{tab:{base.name.replace('_', '-')}}}",
-           rf"\begin{{tabular}}{{{'l' * len(cols)}}}", r"\toprule",
-           " & ".join(rf"\textbf{{{tables.tex_escape(c)}}}" for c in cols) + r" \\", r"\midrule"]
-    tex += [" & ".join(tables.tex_escape(v) for v in row) + r" \\" for row in df.itertuples(index=False)]
-    tex += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
-    paths = [base.parent / f"{base.name}.{e}" for e in ("md", "tex", "csv")]
-    atomic_write_text(paths[0], "\n".join(md) + "\n")
-    atomic_write_text(paths[1], "\n".join(tex))
-    atomic_write_text(paths[2], df.to_csv(index=False))
-    return paths
+# Markdown cells as they are, a dash row when there are none
+LAYOUT = dict(placement="t", align="l", bold_header=True, bold_caption=True, escape=False,
+              placeholder="–")
 
 
 def _t(seconds) -> str:
@@ -466,24 +447,26 @@ def make_suara(summary_csv, tables_dir, figures_dir) -> list[Path]:
     d = _load(summary_csv)
     params, how = fitted_params(summary_csv)
     tdir, fdir = Path(tables_dir), Path(figures_dir)
-    written = []
-    written += write_plain_table(choice_table(d, params), tdir / "suara_choice",
-                                 f"SUARA2's choice per P and message size: grid, combination, "
-                                 f"predicted (model: {how}) and measured time, against the native allreduce "
-                                 f"and the 3-step decomposition (reduce-scatter, allreduce, allgather; its grid); "
-                                 f"speedup ≈: a tie (the 95% CIs overlap); ‡: oversubscribed "
-                                 f"(more ranks than cores), no win or loss drawn")
-    written += write_plain_table(model_table(d, params), tdir / "model_vs_measured",
-                                 f"Measured time of each classic algorithm against its Table 1 model ({how})")
-    written += write_plain_table(params_table(params), tdir / "fitted_params",
-                                 f"Hockney parameters ({how}); gamma from a timed local reduction")
     agree = agreement_table(d, agreement_models(summary_csv, params, how))
-    written += write_plain_table(agree, tdir / "suara_agreement",
-                                 "Nuriyev et al., Sect. 5: SUARA2's model pick against the measured "
-                                 "best among the grids and (row, column) combinations run; rank 1 = "
-                                 "fastest measured; loss = pick time / best time - 1, a tie when the "
-                                 "95% CIs overlap; oversubscribed cells make no timing claim. "
-                                 + agreement_summary(agree))
+    written = []
+    for t, name, caption in (
+            (choice_table(d, params), "suara_choice",
+             f"SUARA2's choice per P and message size: grid, combination, "
+             f"predicted (model: {how}) and measured time, against the native allreduce "
+             f"and the 3-step decomposition (reduce-scatter, allreduce, allgather; its grid); "
+             f"speedup ≈: a tie (the 95% CIs overlap); ‡: oversubscribed "
+             f"(more ranks than cores), no win or loss drawn"),
+            (model_table(d, params), "model_vs_measured",
+             f"Measured time of each classic algorithm against its Table 1 model ({how})"),
+            (params_table(params), "fitted_params",
+             f"Hockney parameters ({how}); gamma from a timed local reduction"),
+            (agree, "suara_agreement",
+             "Nuriyev et al., Sect. 5: SUARA2's model pick against the measured "
+             "best among the grids and (row, column) combinations run; rank 1 = "
+             "fastest measured; loss = pick time / best time - 1, a tie when the "
+             "95% CIs overlap; oversubscribed cells make no timing claim. "
+             + agreement_summary(agree))):
+        written += tables.write_table(t, tdir / name, caption, **tables.cells_of(t), **LAYOUT)
     written += speedup_figure(d, params, how, fdir / "suara_speedup")
     written += grid_figure(d, params, how, fdir / "suara_grid")
     written += agreement_figure(agree, fdir / "suara_agreement")

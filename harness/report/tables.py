@@ -2,14 +2,17 @@
 ``harness.analysis.auto_vs_best`` (whose names this module also offers the reports:
 ``prepare``, ``auto_vs_best``, ``mibs`` ...); here they are formatted.
 
-``write_table(table, path_without_ext, caption)`` writes ``.md``, ``.tex`` (booktabs) and
-``.csv`` (the numeric table, times in seconds), each atomically.
+Every report writes its tables here: ``write_table(frame, path_without_ext, caption,
+**layout)`` writes ``.md``, ``.tex`` (booktabs) and ``.csv`` (the numeric table, times in
+seconds), each atomically, laid out by ``render``'s keywords; ``write_table(table,
+path_without_ext, caption)`` alone writes an ``auto_vs_best`` table.
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -84,7 +87,8 @@ NOTE = ("Times are means with their 95% CI; MiB/s = size/mean (2^20 B). Gain = A
 
 def display(table: pd.DataFrame) -> tuple[list[str], list[list[dict]]]:
     """Header and rows of the presentation table. Each cell is a dict with ``text`` and flags
-    (``bold``, ``dagger``, ``numeric``) so Markdown and LaTeX render the same content."""
+    (``bold``, ``dagger``, ``numeric``, ``interval``) so Markdown and LaTeX render the same
+    content."""
     keys = table.attrs.get("keys") or ["library", "library_version", "procs", "size"]
     ctx = [k for k in keys if k not in ("library", "library_version", "procs", "size")]
     header = ["Library", "P", *[c.replace("_", " ") for c in ctx], "Size",
@@ -106,11 +110,11 @@ def display(table: pd.DataFrame) -> tuple[list[str], list[list[dict]]]:
               for c in ctx],
             cell(format_size(r["size"]), numeric=True),
             cell(at, numeric=True, dagger=r["auto_status"] == "not-converged"),
-            cell(aci, numeric=True),
+            cell(aci, numeric=True, interval=True),
             cell(_num(r["auto_mibs"]) if math.isfinite(r["auto_mibs"]) else "", numeric=True),
             cell(algorithm_label(r["best_algorithm"]) if r["best_algorithm"] else "none"),
             cell(bt, numeric=True, dagger=r["best_status"] == "not-converged"),
-            cell(bci, numeric=True),
+            cell(bci, numeric=True, interval=True),
             cell(_num(r["best_mibs"]) if math.isfinite(r["best_mibs"]) else "", numeric=True),
             cell((f"{g:.2f}×" if math.isfinite(g) else "n/a")
                  + (" (tie)" if r["verdict"] == "tie" else "")
@@ -131,106 +135,190 @@ def _numeric_columns(header, rows) -> list[bool]:
     return out
 
 
-def to_markdown(table: pd.DataFrame, caption: str = "") -> str:
-    header, rows = display(table)
-    numeric = _numeric_columns(header, rows)
-
-    def md(c):
-        t = c["text"].replace("|", "\\|")
-        if c.get("dagger") and t:
-            t += " †"
-        if c.get("bold") and t:
-            t = f"**{t}**"
-        return t
-
-    lines = []
-    if caption:
-        lines += [f"**{caption}**", ""]
-    lines.append("| " + " | ".join(header) + " |")
-    lines.append("|" + "|".join("---:" if n else ":---" for n in numeric) + "|")
-    for row in rows:
-        lines.append("| " + " | ".join(md(c) for c in row) + " |")
-    lines += ["", NOTE, ""]
-    return "\n".join(lines)
-
-
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
         "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
         "µ": r"$\mu$", "×": r"$\times$", "–": "--", "†": r"$^\dagger$", "‡": r"$^\ddagger$", "≈": r"$\approx$"}
 
 
-def tex_escape(text: str) -> str:
-    return "".join(_TEX.get(ch, ch) for ch in str(text))
+def tex_escape(text: str, symbols: dict[str, str] | None = None) -> str:
+    """``text`` as LaTeX; ``symbols``: more characters to translate, e.g. Δ to ``$\\Delta$``."""
+    extra = symbols or {}
+    return "".join(extra.get(ch, _TEX.get(ch, ch)) for ch in str(text))
 
 
-def to_latex(table: pd.DataFrame, caption: str = "", label: str = "") -> str:
-    """A booktabs ``table*`` (needs ``\\usepackage{booktabs}``)."""
-    header, rows = display(table)
-    numeric = _numeric_columns(header, rows)
-    ci_cols = [i for i, h in enumerate(header) if h == "95% CI"]
+# ------------------------------------------------------------------------ writing tables
+#
+# Every report writes its tables through ``write_table``: ``.md``, ``.tex`` (booktabs) and
+# ``.csv``. A row is a list of cells, a cell a string (or any value, shown with ``str``) or a
+# dict: ``text``; ``tex``, the LaTeX text when it differs from the Markdown (before escaping);
+# flags ``bold``, ``dagger`` (a †) and ``interval`` (LaTeX: small, in brackets).
 
-    def tex(c, i):
-        t = tex_escape(c["text"])
-        if c.get("dagger") and t:
-            t += r"$^\dagger$"
-        if c.get("bold") and t:
-            t = rf"\textbf{{{t}}}"
-        if i in ci_cols and t:
-            t = rf"{{\scriptsize [{t}]}}"
-        return t
 
-    spec = "".join("r" if n else "l" for n in numeric)
-    out = [r"\begin{table*}[t]", r"\centering", r"\small"]
-    if caption:
-        note = tex_escape(NOTE).replace(r"2\textasciicircum{}20", r"$2^{20}$")
-        out.append(rf"\caption{{{tex_escape(caption)} {note}}}")
-    if label:
-        out.append(rf"\label{{{label}}}")
-    out += [rf"\begin{{tabular}}{{{spec}}}", r"\toprule",
-            " & ".join(rf"\textbf{{{tex_escape(h)}}}" for h in header) + r" \\", r"\midrule"]
+class Rule(str):
+    """A row of LaTeX only between rows (``\\midrule``, ``\\addlinespace``); Markdown has none."""
+
+
+class Section(str):
+    """A row naming the rows below it, in italics across the table."""
+
+
+class Block(NamedTuple):
+    """One table of a file that holds several: header, rows, caption and ``\\label`` (none when
+    empty); ``tex_caption``, the caption as LaTeX when it is more than the caption escaped."""
+    header: list
+    rows: list
+    caption: str = ""
+    label: str = ""
+    tex_caption: str | None = None
+
+
+def _text(cell) -> str:
+    return str(cell["text"] if isinstance(cell, dict) else cell)
+
+
+def _spec(align: str | None, n: int) -> str:
+    """``n`` column letters of ``align`` ("l"/"r", its last letter repeated; None: "l")."""
+    align = align or "l"
+    return (align + align[-1] * n)[:n]
+
+
+def _md_cell(cell, escape: bool) -> str:
+    c = cell if isinstance(cell, dict) else {"text": cell}
+    t = str(c["text"])
+    if escape:
+        t = t.replace("|", "\\|")
+    if c.get("dagger") and t:
+        t += " †"
+    return f"**{t}**" if c.get("bold") and t else t
+
+
+def _tex_cell(cell, esc) -> str:
+    if not isinstance(cell, dict):
+        return esc(cell)
+    t = esc(cell.get("tex", cell["text"]))
+    if cell.get("dagger") and t:
+        t += r"$^\dagger$"
+    if cell.get("bold") and t:
+        t = rf"\textbf{{{t}}}"
+    return rf"{{\scriptsize [{t}]}}" if cell.get("interval") and t else t
+
+
+def _markdown(b: Block, align, escape, bold_caption, placeholder) -> str:
+    n = len(b.header)
+    lines = ["| " + " | ".join(_text(h) for h in b.header) + " |",
+             "|" + ("|".join(":---" if a == "l" else "---:" for a in _spec(align, n)) + "|"
+                    if align else "---|" * n)]
+    for row in b.rows:
+        if isinstance(row, Section):
+            lines.append(f"| *{row}* |" + " |" * (n - 1))
+        elif not isinstance(row, Rule):
+            lines.append("| " + " | ".join(_md_cell(c, escape) for c in row) + " |")
+    if placeholder is not None and not b.rows:
+        lines.append("| " + " | ".join(placeholder for _ in b.header) + " |")
+    caption = (f"**{b.caption}**" if bold_caption else b.caption) + "\n\n" if b.caption else ""
+    return caption + "\n".join(lines) + "\n"
+
+
+def _latex(b: Block, env, placement, align, bold_header, group_first, span, symbols) -> str:
+    def esc(text):
+        return tex_escape(text, symbols)
+
+    n = len(b.header)
+    head = [_tex_cell(h, esc) for h in b.header]
+    head = [rf"\textbf{{{h}}}" for h in head] if bold_header else head
+    out = [rf"\begin{{{env}}}" + (f"[{placement}]" if placement else ""), r"\centering", r"\small"]
+    if b.caption:
+        out.append(rf"\caption{{{esc(b.caption) if b.tex_caption is None else b.tex_caption}}}")
+    if b.label:
+        out.append(rf"\label{{{b.label}}}")
+    out += [rf"\begin{{tabular}}{{{_spec(align, n)}}}", r"\toprule"]
+    if span:  # the header's first cell, then one heading over the other columns
+        out += [rf"{head[0]} & \multicolumn{{{n - 1}}}{{c}}{{{esc(span)}}} \\",
+                rf"\cmidrule(l){{2-{n}}}"]
+        head = ["", *head[1:]]
+    out += [" & ".join(head) + r" \\", r"\midrule"]
     prev = None
-    for row in rows:
-        first = row[0]["text"] != prev
-        if prev is not None and first:
-            out.append(r"\midrule")
-        cells = [tex(c, i) for i, c in enumerate(row)]
-        if not first:
-            cells[0] = ""
-        prev = row[0]["text"]
+    for row in b.rows:
+        if isinstance(row, Rule):
+            out.append(str(row))
+            continue
+        if isinstance(row, Section):
+            out.append(rf"\multicolumn{{{n}}}{{l}}{{\emph{{{esc(row)}}}}} \\")
+            continue
+        cells = [_tex_cell(c, esc) for c in row]
+        if group_first:  # the first cell once per run of equal ones, a rule between runs
+            if _text(row[0]) == prev:
+                cells[0] = ""
+            elif prev is not None:
+                out.append(r"\midrule")
+            prev = _text(row[0])
         out.append(" & ".join(cells) + r" \\")
-    out += [r"\bottomrule", r"\end{tabular}", r"\end{table*}", ""]
+    out += [r"\bottomrule", r"\end{tabular}", rf"\end{{{env}}}", ""]
     return "\n".join(out)
 
 
-def write_table(df: pd.DataFrame, path_without_ext, caption: str = "") -> list[Path]:
-    """Write ``<path>.md``, ``<path>.tex`` (booktabs) and ``<path>.csv`` (the numeric table,
-    times in seconds) for an ``auto_vs_best`` table; each atomically. Returns the paths."""
+def render(caption: str = "", *, header=(), rows=(), label: str = "",
+           tex_caption: str | None = None, blocks: list[Block] | None = None,
+           preamble: tuple[str, str] = ("", ""), md_note: str = "", env: str = "table",
+           placement: str = "", align: str | None = None, bold_header: bool = False,
+           bold_caption: bool = False, escape: bool = True, placeholder: str | None = None,
+           group_first: bool = False, span: str | None = None,
+           symbols: dict[str, str] | None = None) -> tuple[str, str]:
+    """The Markdown and the LaTeX (booktabs) text of a table: ``header`` and ``rows`` under
+    ``caption`` (LaTeX: ``tex_caption`` if given), ``\\label{label}``; or several ``blocks``,
+    each its own table, after ``preamble`` (Markdown, LaTeX). ``md_note``: Markdown after the
+    table(s), a blank line before it. LaTeX: ``\\begin{env}[placement]``; ``bold_header``;
+    ``span``, a heading over every column but the first; ``group_first``, the first cell only
+    where it changes, a rule there; ``symbols``, more characters to translate. ``align``:
+    "l"/"r" per column, its last letter repeated (Markdown ``:---``/``---:``; None: ``---``
+    and LaTeX "l"). Markdown: ``bold_caption``; ``escape`` its ``|``; ``placeholder``, the
+    text of every cell of one row shown when there are no rows."""
+    if blocks is None:
+        blocks = [Block(list(header), list(rows), caption, label, tex_caption)]
+    md = preamble[0] + "\n".join(_markdown(b, align, escape, bold_caption, placeholder)
+                                 for b in blocks)
+    tex = preamble[1] + "\n".join(_latex(b, env, placement, align, bold_header, group_first,
+                                         span, symbols) for b in blocks)
+    return md + ("\n" + md_note if md_note else ""), tex
+
+
+def write_table(frame: pd.DataFrame, path_without_ext, caption: str = "", **layout) -> list[Path]:
+    """Write ``<path>.md``, ``<path>.tex`` (booktabs) and ``<path>.csv`` (``frame``, the
+    numbers: times in seconds), each atomically; returns the paths. ``layout``: ``render``'s
+    keywords, the label ``tab:<name>`` unless given; with no ``header`` and no ``blocks``,
+    ``frame`` is an ``auto_vs_best`` table, presented as ``display`` does."""
     base = Path(path_without_ext)
     base.parent.mkdir(parents=True, exist_ok=True)
-    md, tex, csv = (base.parent / f"{base.name}.{ext}" for ext in ("md", "tex", "csv"))
-    atomic_write_text(md, to_markdown(df, caption))
-    atomic_write_text(tex, to_latex(df, caption, label=f"tab:{base.name.replace('_', '-')}"))
-    atomic_write_text(csv, df.to_csv(index=False))
-    return [md, tex, csv]
+    if "header" not in layout and "blocks" not in layout:
+        layout = {**_auto_vs_best(frame, caption), **layout}
+    layout.setdefault("label", f"tab:{base.name.replace('_', '-')}")
+    md, tex = render(caption, **layout)
+    paths = [base.parent / f"{base.name}.{ext}" for ext in ("md", "tex", "csv")]
+    for path, text in zip(paths, (md, tex, frame.to_csv(index=False))):
+        atomic_write_text(path, text)
+    return paths
+
+
+def cells_of(frame: pd.DataFrame) -> dict:
+    """``write_table``'s ``header`` and ``rows`` for a frame of already formatted cells."""
+    return dict(header=list(frame.columns), rows=list(frame.itertuples(index=False)))
+
+
+def _auto_vs_best(table: pd.DataFrame, caption: str) -> dict:
+    """``render``'s keywords for an ``auto_vs_best`` table: a booktabs ``table*``."""
+    header, rows = display(table)
+    note = tex_escape(NOTE).replace(r"2\textasciicircum{}20", r"$2^{20}$")
+    return dict(header=header, rows=rows, env="table*", placement="t", bold_header=True,
+                bold_caption=True, group_first=True, md_note=NOTE + "\n",
+                tex_caption=f"{tex_escape(caption)} {note}",
+                align="".join("r" if n else "l" for n in _numeric_columns(header, rows)))
+
+
+def to_markdown(table: pd.DataFrame, caption: str = "") -> str:
+    """The Markdown of an ``auto_vs_best`` table."""
+    return render(caption, **_auto_vs_best(table, caption))[0]
 
 
 def plain_markdown(header: list[str], rows: list[list[str]], caption: str = "") -> str:
     """A Markdown table of already formatted text, the caption above it."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |" for r in rows]
-    return (caption + "\n\n" if caption else "") + "\n".join(lines) + "\n"
-
-
-def plain_latex(header: list[str], rows: list[list[str]], caption: str = "",
-                label: str = "") -> str:
-    """A booktabs table of already formatted text."""
-    out = [r"\begin{table}", r"\centering", r"\small"]
-    if caption:
-        out.append(r"\caption{" + tex_escape(caption) + "}")
-    if label:
-        out.append(r"\label{" + label + "}")
-    out += [r"\begin{tabular}{" + "l" * len(header) + "}", r"\toprule",
-            " & ".join(tex_escape(h) for h in header) + r" \\", r"\midrule"]
-    out += [" & ".join(tex_escape(c) for c in r) + r" \\" for r in rows]
-    out += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
-    return "\n".join(out) + "\n"
+    return render(caption, header=header, rows=rows)[0]

@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..fileio import atomic_write_text
-from . import style
-from .tables import format_size, format_time, plain_latex, plain_markdown
+from . import style, tables
+from .tables import format_size, format_time
 
 COLUMNS = ["library", "procs", "size", "held_out", "expected", "auto_mean", "tuned_mean",
            "gain", "gain_ci_low", "gain_ci_high", "best", "best_mean", "vs_best",
@@ -128,14 +127,9 @@ def figure(df: pd.DataFrame, library: str, path) -> list[Path]:
 
 def make_tuned(paths, tables_dir, figures_dir, libraries) -> list[Path]:
     df = load([p for p in paths if Path(p).is_file()])
-    base = Path(tables_dir) / "tuned"
-    base.parent.mkdir(parents=True, exist_ok=True)
-    t = display(df)
-    header, rows = list(t.columns), [list(r) for r in t.itertuples(index=False)]
-    written = [base.with_suffix(ext) for ext in (".md", ".tex", ".csv")]
-    atomic_write_text(written[0], plain_markdown(header, rows, CAPTION))
-    atomic_write_text(written[1], plain_latex(header, rows, CAPTION, label="tab:tuned"))
-    atomic_write_text(written[2], df.to_csv(index=False))  # the numbers, times in seconds
+    # the csv: the numbers, times in seconds
+    written = tables.write_table(df, Path(tables_dir) / "tuned", CAPTION,
+                                 **tables.cells_of(display(df)))
     for lib in libraries:
         written += figure(df, lib, Path(figures_dir) / f"tuned_{lib}")
     return written

@@ -32,7 +32,6 @@ import numpy as np
 import pandas as pd
 
 from ..dnn import workload
-from ..fileio import atomic_write_text
 from ..results.store import row_json
 from . import style, tables
 from .dnn_traces import make_fig7
@@ -139,7 +138,7 @@ CAPTION = ("One training iteration's gradient communication (every allreduce cal
            "communication), an upper bound. † not converged. ‡ oversubscribed: no claim.")
 
 
-def _display(t: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+def _display(t: pd.DataFrame) -> tuple[list[str], list[list]]:
     header = ["Library", "P", "Workload", "Calls", "Per iteration", "AUTO", "95% CI", "BEST",
               "BEST time", "95% CI", "Gain", "img/s AUTO", "img/s BEST", "img/s BEST (overlap)"]
     out = []
@@ -154,6 +153,7 @@ def _display(t: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
             gain = f"**{gain}**"
         if r["oversubscribed"]:
             gain += " ‡"
+        gain = {"text": gain, "tex": gain.replace("**", "")}  # LaTeX: not bold
         out.append([
             style.library_label(r["library"], r["library_version"]), str(int(r["procs"])),
             _label(r) + f" b={int(r['batch'])}", str(r["calls"]), f"{r['size'] / 2**20:.1f} MiB",
@@ -165,17 +165,6 @@ def _display(t: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
             f"{r['best_images_overlap']:.1f}" if math.isfinite(r["best_images_overlap"]) else "",
         ])
     return header, out
-
-
-def _write(header, body, numeric: pd.DataFrame, base: Path, caption: str) -> list[Path]:
-    base.parent.mkdir(parents=True, exist_ok=True)
-    paths = [base.parent / f"{base.name}.{e}" for e in ("md", "tex", "csv")]
-    atomic_write_text(paths[0], tables.plain_markdown(header, body, caption))
-    atomic_write_text(paths[1], tables.plain_latex(
-        header, [[c.replace("**", "") for c in row] for row in body], caption,
-        label=f"tab:{base.name.replace('_', '-')}"))
-    atomic_write_text(paths[2], numeric.to_csv(index=False))
-    return paths
 
 
 def grouped_bars(ax, groups: list[str], series: list[tuple[str, list, list, str, str]]) -> None:
@@ -289,15 +278,16 @@ def make_all(summary_csv, tables_dir, figures_dir, models=None) -> list[Path]:
     n = normalised(t)
     tdir, fdir = Path(tables_dir), Path(figures_dir)
     header, body = _display(t)
-    written = _write(header, body, t, tdir / "workload", CAPTION)
+    written = tables.write_table(t, tdir / "workload", CAPTION, header=header, rows=body)
     nh = ["P", "Workload", "Library", "AUTO / ref AUTO", "BEST / ref AUTO", "BEST"]
     nb = [[str(int(r["procs"])), _label(r), style.library_title(r["library"]),
            f"{r['auto']:.3f}", f"{r['best']:.3f}", tables.algorithm_label(r["best_algorithm"])
            if r["best_algorithm"] else "none"] for r in n.to_dict("records")]
     ref = n.reference.iloc[0] if len(n) else REFERENCE
-    written += _write(nh, nb, n, tdir / "workload_normalised",
-                      f"Projected images/s of each library's AUTO and BEST over "
-                      f"{style.library_title(ref)}'s AUTO (Castelló et al., Fig. 10 right).")
+    written += tables.write_table(n, tdir / "workload_normalised",
+                                  f"Projected images/s of each library's AUTO and BEST over "
+                                  f"{style.library_title(ref)}'s AUTO (Castelló et al., Fig. 10 "
+                                  f"right).", header=nh, rows=nb)
     written += figure_images(t, fdir / "workload_fig9")
     written += figure_normalised(t, n, fdir / "workload_fig10")
     if models is not None:
