@@ -92,6 +92,12 @@ def test_confirmation_stage_end_to_end_and_resume(tmp_path):
         g, lo, hi, v = expected_verdict(e["auto_means"], e["best_means"])
         assert (e["gain"], e["gain_ci_low"], e["gain_ci_high"], e["verdict"]) == (
             pytest.approx(g), pytest.approx(lo), pytest.approx(hi), v)
+        # beside the t verdict, the exact Wilcoxon test of the launch medians: two pairs can
+        # never reach 5 % (smallest p 2 / 2^2), and the entry says so instead of a tie
+        assert e["verdict_test"].startswith("Student-t") and "Wilcoxon" in e["nonparametric_test"]
+        assert len(e["auto_medians"]) == 2 and all(m > 0 for m in e["auto_medians"])
+        assert e["smallest_p"] == 0.5 and e["nonparametric"] == "too few pairs"
+        assert e["median_gain"] > 0 and e["wilcoxon_p"] >= 0.5
     table = pd.read_csv(res / "tables" / "auto_vs_best_confirmed.csv")
     assert sorted(table["size"]) == [64, 4096, 65536]
     assert dict(zip(table["size"], table.verdict)) == {s: e["verdict"] for s, e in entries.items()}

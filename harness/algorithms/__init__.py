@@ -11,6 +11,7 @@ to ``<name>`` by the launch environment (see ``harness/data/libraries.yaml``).
 """
 
 from . import (
+    guidelines,  # noqa: F401  (registers the performance-guideline mock-ups)
     node_aware,  # noqa: F401  (registers NAP and SMP)
     p2p,  # noqa: F401  (registers the classic algorithms)
     p2p_bench,  # noqa: F401  (registers pingpong and reduce_local)

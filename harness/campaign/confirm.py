@@ -11,7 +11,12 @@ The gain and its interval come from these launches alone. Each A launch is paire
 the B launch next to it in time (A1-B1 and B2-A2 in A B B A, so linear drift cancels over a
 round); with ``k = 2 * rounds`` pairs the gain is ``exp(mean(ln(t_A / t_B)))`` and its 95 %
 interval the Student-t interval of the log ratios over k - 1 degrees of freedom,
-exponentiated. Verdicts: ``BEST faster`` (interval above 1), ``AUTO faster`` (below 1),
+exponentiated; the verdict rests on it (``verdict_test``). Beside it, with no assumption on
+the distribution, the exact Wilcoxon signed-rank test of the paired launch medians
+(``harness.analysis.paired``): ``median_gain`` (Hodges-Lehmann), ``wilcoxon_p``,
+``rank_biserial``, ``smallest_p`` (2 / 2^k: 4 pairs can never reach 5 %) and its own reading,
+``nonparametric`` (``BEST faster``, ``AUTO faster``, ``no difference shown``, ``too few
+pairs``). Verdicts: ``BEST faster`` (interval above 1), ``AUTO faster`` (below 1),
 ``tie`` (contains 1), ``AUTO is BEST`` (no forced algorithm beat AUTO in the campaign; nothing
 to confirm), ``oversubscribed`` (more ranks than cores: no claim, not measured), ``no data``.
 
@@ -29,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import fileio
+from ..analysis import paired
 from ..analysis.best import SELECTING, fastest
 from ..cells import Run
 from ..dnn import workload
@@ -37,6 +43,7 @@ from ..stats import t_quantile
 from . import plan, runner
 
 USABLE = ("ok", "not-converged")
+VERDICT_TEST = "Student-t interval of the log ratios of paired launch means"
 KEY = ["size", "dtype", "op", "timing"]
 LAUNCH_BASE = 100  # launch indices of confirmation runs (campaign launches are 0..R-1)
 
@@ -154,6 +161,7 @@ def run_group(campaign, name: str, out: Path, log=print) -> dict:
     cells = {c.cell_id: c for r in campaign.runs.values() for c in r.cells}
     means: dict[str, list] = {e["auto_cell"]: [] for e in todo}
     means.update({e["best_cell"]: [] for e in todo})
+    medians: dict[str, list] = {k: [] for k in means}
     launches = []
     for i, alg in enumerate(order):
         ids = sorted({e["auto_cell"] if alg == "native:auto" else e["best_cell"]
@@ -166,6 +174,7 @@ def run_group(campaign, name: str, out: Path, log=print) -> dict:
             st = c.get("stats") or {}
             ok = c["status"] in USABLE and st.get("mean")
             means[c["cell_id"]].append(float(st["mean"]) if ok else math.nan)
+            medians[c["cell_id"]].append(float(st.get("median") or math.nan) if ok else math.nan)
     for e in todo:
         a, b = means[e["auto_cell"]], means[e["best_cell"]]
         pairs = [(x, y) for x, y in zip(a, b) if math.isfinite(x) and math.isfinite(y)]
@@ -176,8 +185,16 @@ def run_group(campaign, name: str, out: Path, log=print) -> dict:
         g, lo, hi = gain_interval([p[0] for p in pairs], [p[1] for p in pairs],
                                   float(cfg.stopping["confidence"]))
         e.update(gain=g, gain_ci_low=lo, gain_ci_high=hi, verdict=verdict(lo, hi),
+                 verdict_test=VERDICT_TEST,
                  auto_mean=float(np.mean([p[0] for p in pairs])),
                  best_mean=float(np.mean([p[1] for p in pairs])))
+        # beside it, no assumption on the distribution: the launch medians, paired the same way
+        ranked = paired.compare(medians[e["auto_cell"]], medians[e["best_cell"]],
+                                names=("AUTO", "BEST"))
+        e.update(auto_medians=medians[e["auto_cell"]], best_medians=medians[e["best_cell"]],
+                 median_gain=ranked["ratio"], wilcoxon_p=ranked["p"],
+                 rank_biserial=ranked["rank_biserial"], smallest_p=ranked["smallest_p"],
+                 nonparametric=ranked["verdict"], nonparametric_test=ranked["test"])
     doc = {"group": name, "library": library, "procs": procs, "nodes": nodes,
            "thread_level": level, "rounds": rounds, "launches": len(order),
            "finished": results.now(), "entries": entries}

@@ -21,6 +21,8 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from ..analysis.guidelines import MOCK_UPS
+
 SUMMARY = "SUMMARY_CSV TABLES_DIR FIGURES_DIR"
 TABLE_FORMATS = ("md", "tex", "csv")
 FIGURE_FORMATS = ("png", "pdf")
@@ -36,6 +38,7 @@ class Facts:
     pap: bool = False  # cells with the PAP benchmark's compute phase
     pingpong: bool = False  # ping-pong cells: network parameters and the models' reports
     pingpong_or_local: bool = False  # ping-pong or local-reduction cells
+    guidelines: bool = False  # AUTO and a performance-guideline mock-up
     workload_models: tuple[str, ...] = ()  # the models of the workload cells
     confirm_groups: tuple[str, ...] = ()  # the confirmation stage's groups
     tune_libraries: tuple[str, ...] = ()  # the libraries the tuning stage covers
@@ -56,6 +59,7 @@ class Facts:
             pap=any("compute" in p for _, _, p in pairs),
             pingpong="pingpong" in algorithms,
             pingpong_or_local=bool({"pingpong", "reduce_local"} & algorithms),
+            guidelines=bool(set(MOCK_UPS) & algorithms) and "native:auto" in algorithms,
             workload_models=tuple(sorted({p["workload"] for _, _, p in pairs
                                           if p.get("workload")})),
             confirm_groups=tuple(sorted(confirm_groups)),
@@ -303,6 +307,18 @@ REPORTS = {r.name: r for r in (
                               "left: one pair, size / one-way time per library and level; right: "
                               "per-pair bandwidth per k concurrent pairs, or the local reduction's "
                               "bytes/s"),
+           }),
+    Report("guidelines", "guidelines", "make_all",
+           "performance guidelines: AUTO against Reduce + Bcast, Reduce_scatter + Allgather and "
+           "two half Allreduces of the same library (Hunold's PGChecker)",
+           tables=("guidelines",), figures=("guidelines",),
+           applies=lambda facts: facts.guidelines,
+           captions={
+               "guidelines": ("performance guidelines", "AUTO against mock-ups of the "
+                              "library's own collectives",
+                              "speedup t_AUTO / t_mock-up per library, P and size; a violation "
+                              "(mock-up faster, 95% CIs apart) is a performance bug of the "
+                              "library's selection; filled markers in the figure"),
            }),
     Report("projection", "projection", "make_projection",
            "the models' projection past the cluster, up to P = 16,384",
