@@ -1,6 +1,9 @@
 """The campaign's report page, ``results/<c>/report/index.html``: one self-contained HTML file
 (figures inline as PNG data, a few lines of plain JavaScript, no network) with
 
+- first, the campaign's findings: one line per claim of its tables (confirmed AUTO vs BEST,
+  performance-guideline violations, tuned gains) with its evidence and a link to the table,
+  ties counted, nothing from an oversubscribed launch (``findings.py``);
 - a header: campaign, config hash, git commit, libraries and their version strings, hosts,
   cores, dates, and a warning when some run had more ranks than cores;
 - the cells by status, overall and per experiment, with the reasons of the unfinished ones;
@@ -23,6 +26,7 @@ import pandas as pd
 
 from ..fileio import atomic_write_text, read_json
 from ..results.store import oversubscribed
+from .findings import findings
 from .registry import captions
 
 # file stem (or prefix_*) -> (paper, what it reproduces, how to read it), from every report's
@@ -226,6 +230,20 @@ def _cells(summary: pd.DataFrame, campaign, configfile: str | None) -> str:
             + "\n".join(rows) + "</tbody></table></div>")
 
 
+def _findings(tables_dir: Path, page_dir: Path) -> str:
+    """The claims of the campaign's tables (``findings.py``), one line each with its evidence
+    and a link to its table; ties counted."""
+    claims, ties = findings(tables_dir)
+    tie_text = f" {ties} comparison(s) showed no difference (ties, not listed)." if ties else ""
+    if not claims:
+        return (f'<p id="findings">No claim: no comparison of this campaign shows a difference '
+                f"with statistical support.{_e(tie_text)}</p>")
+    items = "".join(f'<li>{_e(c.text)} <span class="evidence">({_e(c.evidence)}; '
+                    f'<a href="{_e(_rel(c.table, page_dir))}">{_e(c.table.stem)}</a>)</span></li>'
+                    for c in claims)
+    return f'<ul id="findings">{items}</ul><p>{_e(tie_text.strip())}</p>'
+
+
 def make_page(campaign, out: Path, tables_dir: Path, figures_dir: Path,
               configfile: str | None = None) -> Path:
     store = campaign.store
@@ -248,6 +266,7 @@ def make_page(campaign, out: Path, tables_dir: Path, figures_dir: Path,
              ("figures", Path(figures_dir))]
     body = [
         f"<h1>Allreduce campaign <code>{_e(campaign.cfg.campaign)}</code></h1>",
+        "<h2>Findings</h2>", _findings(Path(tables_dir), page_dir),
         _header(campaign, summary, docs, over),
         f"<p>Store check (<code>harness check</code>): {_e(check_text)}.</p>",
         "<h2>Cells by status</h2>", _status_counts(summary),

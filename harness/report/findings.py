@@ -1,0 +1,122 @@
+"""The campaign's claims, first on its report page: one line each, with its evidence and a
+link to the table it comes from. Read from the stages' tables (``tables/*.csv``), so a claim
+is exactly what a table says:
+
+- the confirmation (``auto_vs_best_confirmed``): BEST or AUTO faster in fresh A B B A
+  launches, the gain's 95 % interval clear of 1 (and the Wilcoxon test beside it);
+- the performance guidelines (``guidelines``): a mock-up of the library's own collectives
+  faster than AUTO, the 95 % intervals apart;
+- the tuned selection (``tuned``): the library following the campaign's tuning file faster
+  or slower than AUTO in fresh interleaved launches.
+
+Ties are counted, not listed; nothing from an oversubscribed launch is claimed (its verdict
+says ``oversubscribed``, and the tables carry no other verdict for it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from . import style
+from .guidelines import LABELS
+from .tables import format_size
+
+
+@dataclass(frozen=True)
+class Finding:
+    text: str  # the claim
+    evidence: str  # the numbers that carry it
+    table: Path  # where it comes from
+
+
+def _read(path: Path) -> pd.DataFrame | None:
+    try:
+        return pd.read_csv(path) if path.is_file() else None
+    except (OSError, ValueError, pd.errors.EmptyDataError):
+        return None
+
+
+def _num(x) -> float:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return math.nan
+    return v
+
+
+def _where(r) -> str:
+    return f"{style.library_title(str(r['library']))} P={int(r['procs'])} {format_size(int(r['size']))}"
+
+
+def _interval(g, lo, hi) -> str:
+    g, lo, hi = _num(g), _num(lo), _num(hi)
+    return f"{g:.2f}x [{lo:.2f}, {hi:.2f}]" if math.isfinite(lo) else f"{g:.2f}x"
+
+
+def confirmed(tables_dir: Path) -> tuple[list[Finding], int]:
+    path = tables_dir / "auto_vs_best_confirmed.csv"
+    df = _read(path)
+    if df is None:
+        return [], 0
+    out = []
+    for r in df.to_dict("records"):
+        if r.get("verdict") not in ("BEST faster", "AUTO faster"):
+            continue
+        best = str(r.get("best") or "").replace("native:", "")
+        who = f"BEST ({best}) faster than AUTO" if r["verdict"] == "BEST faster" \
+            else f"AUTO faster than BEST ({best})"
+        p = _num(r.get("wilcoxon_p"))
+        beside = (f"; Wilcoxon p = {p:.3f} ({r.get('nonparametric')})"
+                  if math.isfinite(p) else "")
+        out.append(Finding(f"{_where(r)}: {who}, confirmed in fresh launches",
+                           f"gain t_AUTO/t_BEST {_interval(r['gain'], r['gain_ci_low'], r['gain_ci_high'])}"
+                           f" over {int(_num(r.get('pairs')) or 0)} paired launches{beside}", path))
+    return out, int((df["verdict"] == "tie").sum())
+
+
+def guideline_violations(tables_dir: Path) -> tuple[list[Finding], int]:
+    path = tables_dir / "guidelines.csv"
+    df = _read(path)
+    if df is None:
+        return [], 0
+    out = []
+    for r in df[df["verdict"] == "violation"].to_dict("records"):
+        out.append(Finding(f"{_where(r)}: {LABELS.get(r['mock_up'], r['mock_up'])} is faster than "
+                           f"the library's own Allreduce (performance guideline violated)",
+                           f"speedup t_AUTO/t_mock-up {_num(r['speedup']):.2f}x, 95% CIs apart "
+                           f"(AUTO {_num(r['auto_mean']) * 1e6:.2f} us, mock-up "
+                           f"{_num(r['mock_mean']) * 1e6:.2f} us)", path))
+    return out, int((df["verdict"] == "tie").sum())
+
+
+def tuned_gains(tables_dir: Path) -> tuple[list[Finding], int]:
+    path = tables_dir / "tuned.csv"
+    df = _read(path)
+    if df is None:
+        return [], 0
+    out = []
+    for r in df.to_dict("records"):
+        if r.get("verdict") not in ("tuned faster", "AUTO faster"):
+            continue
+        held = " (held out: not measured by the campaign)" if str(r.get("held_out")) == "True" else ""
+        who = "the tuning file beats AUTO" if r["verdict"] == "tuned faster" \
+            else "AUTO beats the tuning file"
+        out.append(Finding(f"{_where(r)}{held}: {who}",
+                           f"gain t_AUTO/t_tuned {_interval(r['gain'], r['gain_ci_low'], r['gain_ci_high'])}"
+                           f" over {int(_num(r.get('pairs')) or 0)} paired launches", path))
+    return out, int((df["verdict"] == "tie").sum())
+
+
+def findings(tables_dir) -> tuple[list[Finding], int]:
+    """Every claim of the campaign's tables, and how many comparisons were ties."""
+    tables_dir = Path(tables_dir)
+    claims, ties = [], 0
+    for source in (confirmed, guideline_violations, tuned_gains):
+        found, tied = source(tables_dir)
+        claims += found
+        ties += tied
+    return claims, ties

@@ -1,0 +1,46 @@
+"""The findings that open the report page (harness/report/findings.py): one claim per
+comparison that shows a difference with statistical support, read from the stages' tables;
+ties counted; nothing from an oversubscribed launch."""
+
+import json
+
+import pandas as pd
+from test_guidelines import _row
+
+from harness.report import confirm, guidelines
+from harness.report.findings import findings
+from harness.report.page import _findings
+
+
+def test_claims_come_from_the_tables_and_only_with_support(tmp_path):
+    tables, figs = tmp_path / "tables", tmp_path / "figures"
+    rows = [_row("native:auto", 65536, 10e-6, 0.2e-6),
+            _row("reduce_scatter_allgather", 65536, 7e-6, 0.2e-6),  # violation
+            _row("allreduce_halves", 65536, 10.1e-6, 0.2e-6),  # tie
+            _row("native:auto", 4096, 5e-6, 0.1e-6, over=True),
+            _row("reduce_bcast", 4096, 1e-6, 0.1e-6, over=True)]  # oversubscribed: no claim
+    pd.DataFrame(rows).to_csv(tmp_path / "summary.csv", index=False)
+    guidelines.make_all(tmp_path / "summary.csv", tables, figs)
+    base = {"library": "openmpi", "procs": 2, "dtype": "float64", "op": "sum",
+            "timing": "percall", "auto_mean": 2e-5, "best_mean": 1e-5, "pairs": 6,
+            "campaign_gain": 2.0}
+    entries = [dict(base, size=1024, best="native:ring", gain=2.0, gain_ci_low=1.8,
+                    gain_ci_high=2.2, verdict="BEST faster", median_gain=2.0,
+                    wilcoxon_p=0.03125, nonparametric="BEST faster"),
+               dict(base, size=2048, best="native:ring", gain=1.0, gain_ci_low=0.9,
+                    gain_ci_high=1.1, verdict="tie"),
+               dict(base, size=4096, best="native:ring", verdict="oversubscribed")]
+    (tmp_path / "g.json").write_text(json.dumps({"entries": entries}))
+    confirm.make_confirm([tmp_path / "g.json"], tables, figs)
+    claims, ties = findings(tables)
+    texts = [c.text for c in claims]
+    assert texts == ["Open MPI P=2 1KiB: BEST (ring) faster than AUTO, confirmed in fresh launches",
+                     "MPICH P=2 64KiB: Reduce_scatter+Allgather is faster than the library's own "
+                     "Allreduce (performance guideline violated)"]
+    assert "2.00x [1.80, 2.20] over 6 paired launches; Wilcoxon p = 0.031" in claims[0].evidence
+    assert claims[1].table.name == "guidelines.csv" and ties == 2
+    html = _findings(tables, tmp_path / "report")
+    assert html.count("<li>") == 2 and 'href="../tables/guidelines.csv"' in html
+    assert "2 comparison(s) showed no difference" in html
+    empty = _findings(tmp_path / "none", tmp_path / "report")
+    assert "No claim" in empty
