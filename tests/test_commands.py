@@ -233,6 +233,10 @@ def test_tune_verify_measures_auto_against_the_tuned_library(tmp_path):
         want = ("oversubscribed" if e["oversubscribed"] else "tuned faster" if lo > 1
                 else "AUTO faster" if hi < 1 else "tie")
         assert e["verdict"] == want, e
+        # beside it, the exact Wilcoxon test of the paired launch medians, which two pairs
+        # cannot make significant (smallest p 0.5): it says so
+        assert e["verdict_test"].startswith("Student-t") and e["smallest_p"] == 0.5
+        assert e["nonparametric"] == "too few pairs" and e["median_gain"] > 0
     runs = [json.loads(p.read_text())
             for p in (res / "t" / "tuning" / "verify" / "runs").glob("*.json")]
     # where the launches found AUTO faster at the held-out size, the rule is cut there and the

@@ -14,7 +14,11 @@ round. Ratios come from paired launch means as in the confirmation stage
 (``harness.campaign.confirm.gain_interval``): ``gain`` = AUTO / tuned, ``vs_best`` = tuned / BEST,
 ``vs_autotuner`` = autotuner / tuned, each with its 95 % interval. Verdicts: ``tuned faster``
 (the gain's interval above 1), ``AUTO faster`` (below 1), ``tie``; ``oversubscribed``
-launches are measured and marked, and no win or loss is drawn from them.
+launches are measured and marked, and no win or loss is drawn from them. Beside the gain,
+as in the confirmation, the exact Wilcoxon signed-rank test of the paired launch medians of
+AUTO and tuned (``harness.analysis.paired``: ``median_gain``, ``wilcoxon_p``,
+``rank_biserial``, ``smallest_p``, ``nonparametric``); ``verdict_test`` names the test the
+verdict used.
 
 Launches are stored under ``results/<c>/tuning/verify/``; an interrupted stage keeps every
 complete launch. Output: ``results/<c>/tuning/verify-<library>.json``.
@@ -30,10 +34,11 @@ import numpy as np
 import pandas as pd
 
 from .. import cells, fileio, paths
+from ..analysis import paired
 from ..results import store as results
 from ..tuning import Table
 from . import plan, tune
-from .confirm import USABLE, gain_interval, launch_in_order
+from .confirm import USABLE, VERDICT_TEST, gain_interval, launch_in_order
 
 LAUNCH_BASE = 200  # launch indices of verification runs (campaign 0..R-1, confirmation 100+)
 AUTO, TUNED, AUTOTUNER = "native:auto", "native:tuned", "native:autotuner"
@@ -163,6 +168,7 @@ def _verify(campaign, library: str, base: int, log) -> dict:
                 thread_level="single", launch=index)))
             index += 1
     means: dict[tuple, list] = {}
+    medians: dict[tuple, list] = {}
     crowded: dict[int, bool] = {}
     for (run_settings, run) in launches:
         doc = next(launch_in_order(store, lib, [run], run_settings, cfg,
@@ -174,6 +180,8 @@ def _verify(campaign, library: str, base: int, log) -> dict:
             ok = c["status"] in USABLE and st.get("mean")
             key = (c["cell"]["algorithm"], int(c["cell"]["procs"]), int(c["cell"]["size"]))
             means.setdefault(key, []).append(float(st["mean"]) if ok else math.nan)
+            medians.setdefault(key, []).append(float(st.get("median") or math.nan) if ok
+                                               else math.nan)
     conf = float(cfg.stopping["confidence"])
     entries = []
     for e in pts:
@@ -183,7 +191,14 @@ def _verify(campaign, library: str, base: int, log) -> dict:
         chosen = table.lookup(p, s)
         entry = {**e, "expected": chosen or "auto", "auto_means": a, "tuned_means": t,
                  "auto_mean": _mean(a), "tuned_mean": _mean(t), "gain": g, "gain_ci_low": lo,
-                 "gain_ci_high": hi, "pairs": n, "oversubscribed": crowded.get(p, False)}
+                 "gain_ci_high": hi, "pairs": n, "oversubscribed": crowded.get(p, False),
+                 "verdict_test": VERDICT_TEST}
+        # beside it, no assumption on the distribution: the paired launch medians
+        ranked = paired.compare(medians.get((AUTO, p, s), []), medians.get((TUNED, p, s), []),
+                                names=("AUTO", "tuned"))
+        entry.update(median_gain=ranked["ratio"], wilcoxon_p=ranked["p"],
+                     rank_biserial=ranked["rank_biserial"], smallest_p=ranked["smallest_p"],
+                     nonparametric=ranked["verdict"], nonparametric_test=ranked["test"])
         if e["best"]:
             b = means.get((e["best"], p, s), [])
             r, rlo, rhi, _ = _ratio(t, b, conf)
