@@ -278,3 +278,31 @@ def test_harness_best_drawn_next_to_best(summary, tmp_path, monkeypatch):
     figures.make_all(csv, tmp_path / "t", tmp_path / "f")
     assert "harness best (shm)" in seen[str(tmp_path / "f" / "auto_vs_best_mpich")]
     assert not any(t.startswith("harness best") for t in seen[str(tmp_path / "f" / "auto_vs_best_impi")])
+
+
+def test_a_column_with_auto_alone_is_counted_not_drawn(tmp_path):
+    """The AUTO-vs-BEST figure draws a column per P only where some algorithm besides AUTO
+    has a time; the others are named in the title (a 3,641-pixel strip of one-point panels
+    otherwise)."""
+    from matplotlib.figure import Figure
+
+    from harness.report import figures
+
+    rows = [row("mpich", "native:auto", 4096, 20e-6, procs=2),
+            row("mpich", "native:ring", 4096, 10e-6, procs=2)]
+    rows += [row("mpich", "native:auto", 8, 5e-6, procs=p) for p in (3, 5, 7)]
+    seen = {}
+    save = figures.style.save
+
+    def keep(fig: Figure, path):
+        seen["axes"], seen["title"] = len(fig.axes), fig._suptitle.get_text()
+        return save(fig, path)
+
+    figures.style.save = keep
+    try:
+        figures.auto_vs_best_figure(pd.DataFrame(rows, columns=SUMMARY_COLUMNS), "mpich",
+                                    tmp_path / "f")
+    finally:
+        figures.style.save = save
+    assert seen["axes"] == 2  # one column: throughput and gain
+    assert "not drawn: P = 3, 5, 7" in seen["title"]

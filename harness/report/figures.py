@@ -276,6 +276,16 @@ def auto_vs_best_figure(df: pd.DataFrame, library: str, path_without_ext, *,
     hbest = harness_best(h)
     table = tables.auto_vs_best(d)
     cols = d[["procs", "nodes"]].drop_duplicates().sort_values(["procs", "nodes"]).to_records(index=False)
+    # a column with a time for AUTO alone compares nothing: counted in the title, not drawn
+    # (unless no column compares anything)
+    timed = d[tables.timed_mask(d)]
+    compared = [c for c in cols if timed[(timed["procs"] == c[0]) & (timed["nodes"] == c[1])]
+                ["algorithm"].nunique() >= 2]
+    alone = [c for c in cols if not any(c[0] == k[0] and c[1] == k[1] for k in compared)]
+    if compared:
+        cols = compared
+    else:
+        alone = []
     ncols = len(cols)
     n_sizes = d["size"].nunique()
     width = max(6.0, 3.3 * ncols + 1.2)
@@ -302,8 +312,10 @@ def auto_vs_best_figure(df: pd.DataFrame, library: str, path_without_ext, *,
     fig.align_ylabels(axes[:, 0])
     version = d["library_version"].iloc[-1]
     ctx_text = context_label(ctx)
+    skipped = ("\n" + f"not drawn: P = {', '.join(str(int(c[0])) for c in alone)} "
+               f"(a time for one algorithm only, nothing to compare)") if alone else ""
     fig.suptitle(f"{style.library_label(library, version)}: AUTO vs forced allreduce algorithms"
-                 + (f" ({ctx_text})" if ctx_text else ""))
+                 + (f" ({ctx_text})" if ctx_text else "") + skipped)
 
     # legend below: AUTO, each algorithm, then the BEST ring and the not-converged marker
     handles = []
