@@ -125,6 +125,11 @@ def execute(store: results.CampaignStore, spec: dict, timeout: float | None = No
 
 
 START_RETRIES = 2  # launches that died before the bench began, launched again this many times
+# The launcher's own faults after the bench began: Slurm's pmi2 plugin receiving a garbled
+# request (seen with two slurmd on one host under load) kills the launch in the middle of a
+# communicator's creation. The journal keeps every finished cell, so a launch again resumes
+# from it and measures only the rest.
+LAUNCHER_FAULTS = ("mpi/pmi2: value not properly terminated", "mpi/pmi2: request not begin with")
 BENCH_REFUSED = 3  # harness.measure.bench's exit status when the launch cannot run the spec
 
 
@@ -145,11 +150,19 @@ def _execute(store, spec, timeout, stdout, stderr) -> str:
         # MPI's start-up (a transient fault of the kind clusters have, e.g. a rank killed, a
         # PMI exchange garbled): it measured nothing, so it is launched again. The bench's
         # own refusals (thread level, rank count) exit BENCH_REFUSED and are not retried.
-        if rc not in (0, BENCH_REFUSED) and attempt < START_RETRIES \
-                and _stamp(Path(spec["outputs"]["progress"])) == journal:
-            _say_relaunch(store, spec, f"the launch died before measuring (status {rc}); "
-                                       f"launching again ({attempt + 2} of {START_RETRIES + 1})")
-            continue
+        if rc not in (0, BENCH_REFUSED) and attempt < START_RETRIES:
+            if _stamp(Path(spec["outputs"]["progress"])) == journal:
+                _say_relaunch(store, spec, f"the launch died before measuring (status {rc}); "
+                                           f"launching again ({attempt + 2} of "
+                                           f"{START_RETRIES + 1})")
+                continue
+            fault = next((f for f in LAUNCHER_FAULTS if f in said), None)
+            if fault:
+                _say_relaunch(store, spec, f"the launcher failed after measuring began ({fault!r},"
+                                           f" status {rc}); the finished cells are kept; "
+                                           f"launching again ({attempt + 2} of "
+                                           f"{START_RETRIES + 1})")
+                continue
         break
     if rc != 0:
         results.mark_unfinished(spec, "failed", f"job script exited with status {rc}"
