@@ -25,7 +25,7 @@ from harness.algorithms.node_aware_schedules import nap_groups, nap_step_pattern
 from harness.cells import Cell
 
 MPICH = REPO / ".mpi" / "mpich"
-MPICH_ENV = {"MPI4PY_LIBMPI": str(MPICH / "lib" / "libmpi.so.12"), **THROTTLE}
+MPICH_ENV = {"MPI4PY_LIBMPI": str(MPICH / "lib" / "libmpi.so.12"), **THROTTLE["mpich"]}
 
 
 def test_every_emulated_layout_up_to_9_nodes_by_4_mpich():
@@ -41,7 +41,7 @@ def test_layouts_openmpi():
 def _counted(results_root, monkeypatch, nodes, ppn, algorithms):
     """Run ``algorithms`` at ``nodes`` x ``ppn`` emulated, 8 B (one double); return
     {algorithm: record}."""
-    for k, v in THROTTLE.items():
+    for k, v in THROTTLE["mpich"].items():
         monkeypatch.setenv(k, v)
     params = (("layout", "emulated"), ("ppn", ppn))
     cells = [Cell("mpich", a, nodes * ppn, 8, params=params) for a in algorithms]

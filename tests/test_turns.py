@@ -80,3 +80,28 @@ def test_harness_run_waits_for_the_turn_then_measures(tmp_path):
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, out + err
     assert len(list(tmp_path.glob("results/adhoc/runs/*.json"))) == 1
+
+
+NICE_PROBE = (
+    "import os, subprocess, sys\n"
+    "from harness.turns import launch_turn\n"
+    "os.setpriority(os.PRIO_PROCESS, 0, 15)\n"
+    "with launch_turn('probe'):\n"
+    "    child = subprocess.run([sys.executable, '-c', 'import os; print(os.nice(0))'],\n"
+    "                           capture_output=True, text=True).stdout.strip()\n"
+    "    inside = os.getpriority(os.PRIO_PROCESS, 0)\n"
+    "print(child, inside, os.getpriority(os.PRIO_PROCESS, 0))\n")
+
+
+def test_a_turn_runs_at_the_launch_nice_value_then_goes_back(tmp_path):
+    """HARNESS_LAUNCH_NICE: a process at nice 15 runs its turn, and what it starts in it, at
+    nice 5 and is back at 15 after it, where it may raise a priority (root, or RLIMIT_NICE);
+    without that right the turn stays at 15 and nothing fails."""
+    import resource
+
+    privileged = os.geteuid() == 0 or resource.getrlimit(resource.RLIMIT_NICE)[0] >= 15
+    proc = _start([sys.executable, "-c", NICE_PROBE], tmp_path / "launch.lock", HARNESS_LAUNCH_NICE="5")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    child, inside, after = out.split()
+    assert (int(child), int(inside), int(after)) == ((5, 5, 15) if privileged else (15, 15, 15))
