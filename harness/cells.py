@@ -1,6 +1,6 @@
 """Cells (one point of the experiment matrix) and runs (the cells of one MPI launch), with
 stable ids: a hash of the fields, so the same cell gets the same id in every rerun; the MPI
-thread levels and timing modes a cell can ask for."""
+thread levels, timing modes and buffer modes a cell can ask for."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ class Cell:
     params: tuple = ()  # sorted (key, value) pairs of algorithm parameters
     thread_level: str = "single"  # MPI thread level the launch initialises (THREAD_LEVELS)
     timing: str = "percall"  # how repetitions are timed (TIMING_MODES)
+    buffers: str = "reuse"  # the buffers' cache state (BUFFER_MODES, harness/measure/buffers.py)
 
     @property
     def count(self) -> int:
@@ -62,11 +63,14 @@ class Cell:
 
 
 _CELL_FIELDS = tuple(Cell.__dataclass_fields__)
-_LATER_DEFAULTS = {"thread_level": "single", "timing": "percall"}
+_LATER_DEFAULTS = {"thread_level": "single", "timing": "percall", "buffers": "reuse"}
 
 # MPI thread levels in increasing order (MPI_THREAD_SINGLE < FUNNELED < SERIALIZED < MULTIPLE)
 THREAD_LEVELS = ("single", "funneled", "serialized", "multiple")
 TIMING_MODES = ("percall", "imb")
+# reuse: every call on the same (warm) send and receive buffers; rotate: each call on the next
+# of enough buffer pairs to exceed the last-level cache (harness/measure/buffers.py)
+BUFFER_MODES = ("reuse", "rotate")
 
 
 def needed_thread_level(algorithm: str, params) -> str:

@@ -114,6 +114,27 @@ class Campaign:
 _DONE: dict[str, Campaign] = {}
 
 
+# rank: (offset s, drift s/s) injected into the paper campaign's ranks' host clocks
+SKEWED = {1: (0.2, 1e-5), 3: (-0.35, -2e-5)}
+CLOCK_SKEW = ",".join(f"{r}:{o}:{d}" for r, (o, d) in SKEWED.items())
+# the error the clocks may keep on the two-node test cluster, whose nodes share two cores
+# with every other test's work
+CLOCK_ERROR = 5e-3
+
+
+def assert_clocks_synchronised(docs: dict[str, dict]) -> None:
+    """Every run synchronised its ranks' clocks (HCA), estimated each skewed rank's offset and
+    ended with a residual below CLOCK_ERROR."""
+    for run_id, doc in docs.items():
+        clock = doc.get("clock") or {}
+        assert clock.get("method") == "hca" and clock.get("injected"), (run_id, clock)
+        assert clock["residual"] < CLOCK_ERROR, (run_id, clock)
+        for rank, (offset, drift) in SKEWED.items():
+            if rank < len(clock["offsets_now"]):
+                got = clock["offsets_now"][rank]
+                assert abs(got + offset) < CLOCK_ERROR + abs(drift) * 3600, (run_id, rank, got)
+
+
 def paper_campaign(tmp_path_factory) -> Campaign:
     """The merged cut-down campaign, run with `snakemake --profile slurm` the first time it is
     asked for in this process (the result, failed or not, is kept for the other tests). Its
@@ -127,7 +148,10 @@ def paper_campaign(tmp_path_factory) -> Campaign:
         tiny = merged_cut_down()
         cfg = base / "config.yaml"
         cfg.write_text(yaml.safe_dump(tiny))
-        out = snakemake_slurm(base, cfg, site={"HARNESS_SLURM_PARTITION": "debug"},
+        # the ranks' host clocks given a known offset and drift (the test hook of
+        # harness/measure/clocksync.py): every launch synchronises them, on both nodes
+        out = snakemake_slurm(base, cfg, site={"HARNESS_SLURM_PARTITION": "debug",
+                                               "HARNESS_CLOCK_SKEW": CLOCK_SKEW},
                               timeout=CAMPAIGN_TIMEOUT)
         _DONE[CAMPAIGN] = Campaign(root=root, base=base, marker=marker, config=tiny,
                                    config_path=cfg, returncode=out.returncode,

@@ -171,6 +171,8 @@ def test_cut_down_paper_configs_run_on_slurm(paper_campaign):
                                           f"from summary.csv"
     # a launch that died in MPI's start-up was launched again by the runner, and said so
     slurm_support.assert_start_attempts(camp.run_docs(), camp.results / "logs", START_RETRIES)
+    # every launch, on one node or two, put its skewed ranks on rank 0's clock
+    slurm_support.assert_clocks_synchronised(camp.run_docs())
 
     # every report rule the paper configs trigger ran (workflow/rules/report.smk, params.smk)
     tables, figures = camp.results / "tables", camp.figures

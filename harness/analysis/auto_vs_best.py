@@ -19,19 +19,20 @@ import pandas as pd
 
 from ..libraries import library_sort_key
 from ..results.store import allreduce_rows
+from ..results.view import t_flags
 from .best import AUTO, SELECTING, fastest, timed_mask
 
 MIB = float(2**20)
 # Columns that define the conditions of a cell besides library, P and size; a table or figure
 # splits by them only when they vary.
-CONTEXT = ["nodes", "dtype", "op", "delay", "max_delay", "late_rank", "metric"]
+CONTEXT = ["nodes", "dtype", "op", "delay", "max_delay", "late_rank", "metric", "buffers"]
 NUMERIC = ["procs", "nodes", "size", "max_delay", "late_rank", "mean", "ci_low", "ci_high", "n"]
 
 TABLE_COLUMNS = [
     "auto_status", "auto_mean", "auto_ci_low", "auto_ci_high", "auto_mibs",
     "best_algorithm", "best_status", "best_mean", "best_ci_low", "best_ci_high", "best_mibs",
     "gain", "gain_low", "gain_high", "significant", "verdict", "oversubscribed",
-    "n_algorithms", "n_timed", "excluded",
+    "t_assumptions", "n_algorithms", "n_timed", "excluded",
 ]
 
 
@@ -52,6 +53,7 @@ def prepare(df: pd.DataFrame, workloads: bool = False) -> pd.DataFrame:
     d = allreduce_rows(df, workloads=workloads).copy()
     defaults = {"library_version": "", "nodes": 1, "dtype": "float64", "op": "sum",
                 "delay": "none", "max_delay": 0.0, "late_rank": 0, "metric": "mean",
+                "buffers": "reuse",
                 "params": "{}", "status": "ok", "finished": "", "error": ""}
     for col, val in defaults.items():
         if col not in d.columns:
@@ -66,7 +68,7 @@ def prepare(df: pd.DataFrame, workloads: bool = False) -> pd.DataFrame:
             d[col] = np.nan
     for col in NUMERIC:
         d[col] = pd.to_numeric(d[col], errors="coerce")
-    for col in ("library", "algorithm", "status", "dtype", "op", "delay", "metric"):
+    for col in ("library", "algorithm", "status", "dtype", "op", "delay", "metric", "buffers"):
         d[col] = d[col].astype(str)
     d["library_version"] = d["library_version"].fillna("").astype(str)
     # a cell that failed before its first repetition records no version: it takes its
@@ -100,6 +102,15 @@ def mibs(size, seconds):
 
 
 # --------------------------------------------------------------------------------- the table
+
+def _assumptions(auto, best) -> str:
+    """'AUTO: normality; BEST: independence': which compared t-interval's assumptions its
+    repetitions reject (results/view.py), '' when none does."""
+    said = [f"{who}: {flag}" for who, row in (("AUTO", auto), ("BEST", best))
+            if (flag := t_flags(row)) and not (who == "BEST" and best is not None
+                                               and auto is not None and best is auto)]
+    return "; ".join(said)
+
 
 def row_number(row, col):
     if row is None:
@@ -163,6 +174,8 @@ def auto_vs_best(df: pd.DataFrame) -> pd.DataFrame:
             # BEST is faster than AUTO beyond noise: the two 95% CIs do not overlap (never
             # drawn from an oversubscribed launch); otherwise the gain is a tie
             "significant": significant, "verdict": verdict, "oversubscribed": crowded,
+            # the t-intervals the verdict compared, where their data reject what they assume
+            "t_assumptions": _assumptions(a if a_timed else None, b),
             "n_algorithms": int(g["algorithm"].nunique()),
             "n_timed": int(gt["algorithm"].nunique()),
             "excluded": "; ".join(f"{r.algorithm} ({r.status})" for r in bad.itertuples()),
@@ -175,4 +188,5 @@ def auto_vs_best(df: pd.DataFrame) -> pd.DataFrame:
         out = out.drop(columns="_lib").reset_index(drop=True)
     out.attrs["context"] = constants(d)
     out.attrs["keys"] = keys
+    out.attrs["statistic"] = str(d["statistic"].iloc[0]) if "statistic" in d and len(d) else "mean"
     return out

@@ -81,6 +81,7 @@ class Experiment:
     params: tuple  # sorted (key, value)
     thread_level: str = "auto"  # auto: the lowest level each cell needs (cells.needed_thread_level)
     timing: str = "percall"
+    buffers: str = "reuse"
 
 
 @dataclass(frozen=True)
@@ -179,7 +180,7 @@ def validate(doc, source: str = "config", base: Path | None = None) -> Config:
             procs=tuple(e["procs"]), nodes=e["nodes"], sizes=sizes, dtypes=tuple(e["dtypes"]),
             ops=tuple(e["ops"]), delays=tuple(e["delays"]), max_delays=max_delays,
             late_rank=e["late_rank"], thread_level=e["thread_level"], timing=e["timing"],
-            params=tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
+            buffers=e["buffers"], params=tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
                                 for k, v in params.items()))))
     if not experiments:
         raise ConfigError(f"{source}: experiments: every experiment is disabled")

@@ -44,7 +44,7 @@ from . import plan, runner
 
 USABLE = ("ok", "not-converged")
 VERDICT_TEST = "Student-t interval of the log ratios of paired launch means"
-KEY = ["size", "dtype", "op", "timing"]
+KEY = ["size", "dtype", "op", "timing", "buffers"]
 LAUNCH_BASE = 100  # launch indices of confirmation runs (campaign launches are 0..R-1)
 
 
@@ -70,7 +70,7 @@ def _true(v) -> bool:
 
 
 def pick(df, library: str, procs: int, nodes: int, thread_level: str) -> list[dict]:
-    """Per (size, dtype, op, timing) of the group: AUTO's and BEST's campaign rows, or why
+    """Per (size, dtype, op, timing, buffers) of the group: AUTO's and BEST's campaign rows, or why
     there is nothing to confirm."""
     import pandas as pd
 
@@ -78,6 +78,8 @@ def pick(df, library: str, procs: int, nodes: int, thread_level: str) -> list[di
            & (df.thread_level.fillna("single") == thread_level)
            & df.algorithm.str.startswith("native:") & ~df.algorithm.isin(SELECTING)
            & (df.delay == "none")]
+    d = d.assign(buffers=d["buffers"].fillna("reuse") if "buffers" in d else "reuse",
+                 timing=d["timing"].fillna("percall") if "timing" in d else "percall")
     out = []
     for key, g in d.groupby(KEY, sort=True):
         entry = dict(zip(KEY, key), library=library, procs=procs, nodes=nodes,

@@ -11,6 +11,7 @@ from ..cells import Cell, Run, resolve_thread_level
 from ..dnn import workload
 from ..errors import ConfigError
 from ..libraries import get_library
+from ..measure.buffers import check as check_buffers
 from . import tune
 
 
@@ -68,6 +69,7 @@ def expand(cfg) -> list[Run]:
                                             f"or compute phase, got delay {mode!r}")
                                     try:  # ping-pong / local reduction parameters
                                         p2p_bench.check(alg, params, procs, ex.timing, mode)
+                                        check_buffers(alg, params, ex.buffers)
                                     except ValueError as exc:
                                         raise ConfigError(
                                             f"{cfg.source}: experiments.{ex.name}: {exc}"
@@ -75,7 +77,8 @@ def expand(cfg) -> list[Run]:
                                     cell = Cell(libname, alg, procs, size, dtype, op, mode,
                                                 max_delay,
                                                 ex.late_rank if mode == "one-late" else 0,
-                                                ex.nodes, params, level, ex.timing)
+                                                ex.nodes, params, level, ex.timing,
+                                                ex.buffers)
                                     try:
                                         env = launch_env(lib, alg, params)
                                     except KeyError as exc:

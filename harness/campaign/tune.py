@@ -36,6 +36,7 @@ from ..analysis.best import SELECTING
 from ..errors import TuneError
 from ..libraries import get_library
 from ..results import store as results
+from ..results.view import statistic_view
 from ..tuning import Rule, Table
 
 ITEMSIZES = (1, 2, 4, 8)  # a rule must apply to calls of every common element size
@@ -45,24 +46,30 @@ def campaigns(root: Path) -> list[str]:
     return sorted(p.parent.name for p in Path(root).glob("*/summary.csv"))
 
 
-def load(root: Path, campaign: str) -> pd.DataFrame:
+def load(root: Path, campaign: str, statistic: str = "mean") -> pd.DataFrame:
+    """The campaign's allreduce rows, their times read as ``statistic`` (results/view.py)."""
     path = Path(root) / campaign / "summary.csv"
     if not path.is_file():
         have = campaigns(root)
         raise TuneError(f"campaign {campaign!r} has no results ({path} not found); campaigns "
                         f"with results: {', '.join(have) if have else 'none'}")
-    return results.allreduce_rows(pd.read_csv(path))
+    df = results.allreduce_rows(pd.read_csv(path))
+    # conditions a summary from before they existed lacks: the default
+    for col, default in (("timing", "percall"), ("buffers", "reuse")):
+        df[col] = df[col].fillna(default) if col in df else default
+    return statistic_view(df, statistic)
 
 
 def _main_condition(d: pd.DataFrame) -> dict:
-    """The (nodes, dtype, op, timing) with the most native cells: the conditions tuned for."""
-    keys = ["nodes", "dtype", "op", "timing", "metric"]
+    """The (nodes, dtype, op, timing, buffers) with the most native cells: the conditions
+    tuned for."""
+    keys = ["nodes", "dtype", "op", "timing", "metric", "buffers"]
     counts = d.groupby(keys, dropna=False).size().sort_values(ascending=False, kind="stable")
     return dict(zip(keys, counts.index[0]))
 
 
 def _confirmed(store_dir: Path) -> dict:
-    """(library, procs, size, dtype, op) -> the confirmation stage's entry."""
+    """(library, procs, size, dtype, op, buffers) -> the confirmation stage's entry."""
     out = {}
     for path in sorted((store_dir / "confirm").glob("*.json")):
         try:
@@ -72,7 +79,8 @@ def _confirmed(store_dir: Path) -> dict:
         if not isinstance(doc, dict) or "entries" not in doc:
             continue
         for e in doc["entries"]:
-            out[(e["library"], int(e["procs"]), int(e["size"]), e["dtype"], e["op"])] = e
+            out[(e["library"], int(e["procs"]), int(e["size"]), e["dtype"], e["op"],
+                 e.get("buffers", "reuse"))] = e
     return out
 
 
@@ -123,7 +131,8 @@ def evidence(df: pd.DataFrame, store_dir: Path) -> tuple[pd.DataFrame, dict]:
             f = fastest.loc[key]
             row.update(forced_best=f.algorithm, forced_best_mean=float(f["mean"]),
                        forced_best_ci_low=float(f.ci_low), forced_best_ci_high=float(f.ci_high))
-        c = confirmed.get((r.library, int(r.procs), int(r.size), cond["dtype"], cond["op"]))
+        c = confirmed.get((r.library, int(r.procs), int(r.size), cond["dtype"], cond["op"],
+                           cond["buffers"]))
         if c is not None and c.get("best") == row.get("forced_best") and "gain" in c:
             row["forced_best_verdict"] = c["verdict"]  # AUTO vs it, from fresh launches
         if c is not None and c.get("best") == r.best_algorithm and "gain" in c:
@@ -321,12 +330,13 @@ def exclude(table: Table, points, measured: dict) -> Table:
 
 
 def tune(root: Path, campaign: str, out_dir: Path | None = None, log=print,
-         only: str | None = None, avoid=()) -> dict:
+         only: str | None = None, avoid=(), statistic: str = "mean") -> dict:
     """Build every library's table (``only``: one library's) and write its files; returns
-    {library: document}. ``avoid``: (P, size) points no rule may cover (``exclude``)."""
+    {library: document}. ``avoid``: (P, size) points no rule may cover (``exclude``);
+    ``statistic``: the times the decisions compare (``report.statistic``)."""
     store_dir = Path(root) / campaign
     out_dir = Path(out_dir or store_dir / "tuning")
-    ev, conds = evidence(load(root, campaign), store_dir)
+    ev, conds = evidence(load(root, campaign, statistic), store_dir)
     docs, frames = {}, []
     old = out_dir / "decisions.csv"
     if only and old.is_file():  # the other libraries' decisions stay as they are

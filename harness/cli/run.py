@@ -16,6 +16,7 @@ from ..campaign.plan import launch_env
 from ..cells import Cell, Run
 from ..delays import DELAY_MODES, SYNC_MODES
 from ..dnn import workload
+from ..measure.buffers import check as check_buffers
 from ..memory import too_big
 from ..results import store as results
 from ..units import format_size, format_time, parse_size, parse_time
@@ -59,6 +60,10 @@ def register(sub) -> None:
     p.add_argument("--timing", choices=cells.TIMING_MODES, default="percall",
                    help="percall: each repetition synchronised and timed alone; imb: IMB-MPI1's "
                         "Allreduce loop (-sync 1), t_avg over ranks")
+    p.add_argument("--buffers", choices=cells.BUFFER_MODES, default="reuse",
+                   help="reuse: every call on the same (warm) buffers; rotate: each call on the "
+                        "next of enough buffer pairs to exceed the last-level cache (default: "
+                        "%(default)s)")
     p.add_argument("--campaign", default="adhoc", help="results go to results/<campaign>/")
     g = p.add_argument_group("stopping rule")
     g.add_argument("--confidence", type=probability, default=0.95)
@@ -173,7 +178,7 @@ def cmd_run(args, parser) -> int:
         except layout.LayoutError as exc:
             err(f"argument --param: {exc}")
     if lib.local:  # the buffers of every rank must fit in this machine's memory
-        why = too_big(args.size, args.procs)
+        why = too_big(args.size, args.procs, args.buffers)
         if why:
             err(f"argument --size: {why}")
     try:
@@ -184,7 +189,12 @@ def cmd_run(args, parser) -> int:
                 dtype=args.dtype, op=args.op, delay=args.delay,
                 max_delay=args.max_delay if args.delay != "none" else 0.0,
                 late_rank=args.late_rank if args.delay == "one-late" else 0,
-                params=tuple(sorted(params.items())), thread_level=level, timing=args.timing)
+                params=tuple(sorted(params.items())), thread_level=level, timing=args.timing,
+                buffers=args.buffers)
+    try:
+        check_buffers(cell.algorithm, cell.params, cell.buffers)
+    except ValueError as exc:
+        err(f"argument --buffers: {exc}")
     try:
         force_env = launch_env(lib, cell.algorithm, cell.params)
     except KeyError as exc:
@@ -235,7 +245,7 @@ def _rerun_cell(args, parser) -> int:
     for planned, cell in hits:
         lib = plan.library_for(campaign.cfg, planned.library)
         if lib.local and campaign.cfg.launch != "srun":  # launched here: it must fit
-            why = too_big(cell.size, cell.procs)
+            why = too_big(cell.size, cell.procs, cell.buffers)
             if why:
                 parser.error(f"argument --cell: {args.cell}: {why}")
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .. import paths
 from ..campaign import tune, tune_verify
+from ..results.view import STATISTICS
 from .args import campaign_args, load_campaign
 
 
@@ -27,6 +28,10 @@ def register(sub) -> None:
                    help="then measure AUTO vs native:tuned in fresh interleaved launches at the "
                         "measured and held-out points (and Intel MPI's autotuner); writes "
                         "tables/tuned.* and figures tuned_<library>.*")
+    p.add_argument("--statistic", choices=STATISTICS, default="mean",
+                   help="the times the decisions compare: mean (Student-t interval) or median "
+                        "(order-statistics interval); the workflow passes the config's "
+                        "report.statistic (default: %(default)s)")
     p.set_defaults(func=cmd_tune)
 
 
@@ -34,7 +39,7 @@ def cmd_tune(args, parser) -> int:
     """Each library's decision table and tuning files; with --verify, the fresh launches."""
 
     try:
-        docs = tune.tune(paths.results_root(), args.campaign)
+        docs = tune.tune(paths.results_root(), args.campaign, statistic=args.statistic)
     except tune.TuneError as exc:
         parser.error(str(exc))
     if not args.verify:

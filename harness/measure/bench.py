@@ -24,6 +24,7 @@ from ..delays import delay_vector
 from ..dnn import workload
 from ..libraries import get_library
 from ..results import store as results
+from .clocksync import LaunchClock
 from .counting import record_counts
 from .launch import init_mpi, launch_provenance, oversubscribed, resume, write_raw
 from .timing import ARRIVAL, EXTRA, FINISH, IN_CELL, OFFSET, VERIFIED, TimedCell
@@ -50,7 +51,7 @@ def _metric_value(metric: str, every: np.ndarray, common_clock: bool, rows=slice
 
 
 def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None,
-                 oversubscribed: bool = False):
+                 oversubscribed: bool = False, clock=None):
     """Measure one cell on ``comm``. Returns (entry for the run document, raw columns or None).
 
     ``entry`` holds the status, the error, the statistics of the chosen metric and of every
@@ -87,7 +88,7 @@ def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None,
     # before the cell's clock starts: the t table for max_reps = 1e5 takes about a second,
     # which would eat an oversubscribed cell's budget before its first repetition
     running = stats.Running(rule, limit)
-    m = TimedCell(comm, cell, settings, seed, algorithm)
+    m = TimedCell(comm, cell, settings, seed, algorithm, clock)
     procs = m.procs
     if m.body is not None and imb:
         raise ValueError(f"timing: {cell.algorithm} is timed per repetition, not 'imb'")
@@ -160,6 +161,8 @@ def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None,
         record = dict(record or {}, imb_iterations=iterations)
     if oversubscribed:
         record = dict(record or {}, oversubscribed=True)
+    if m.rotation is not None:  # buffers: rotate: how many slots, and the cache they exceed
+        record = dict(record or {}, rotation=m.rotation_record)
     if m.calls is not None:  # a workload cell: its calls, not one whole-buffer call
         record = dict(record or {}, **workload.record(cell.params, cell.dtype))
     elif m.body is not None:  # not an allreduce: what the body recorded (e.g. the pair level)
@@ -257,6 +260,7 @@ def run(spec_path: str) -> int:
         fileio.write_json(progress, doc)
     todo = [(i, c) for i, c in enumerate(spec["cells"]) if c["cell_id"] not in done]
     crowded = oversubscribed(comm)
+    clock = LaunchClock(comm)  # rank 0's clock on every rank (clocksync.py)
     if rank == 0 and done:
         print(f"resuming run {spec['run_id']}: {len(done)} cell(s) already measured", flush=True)
     for _, cell_dict in todo:
@@ -265,7 +269,9 @@ def run(spec_path: str) -> int:
         # the same delays as the campaign did
         seed = int(spec.get("seed", 0)) + int(cell.cell_id[1:9], 16)
         try:
-            entry, raw = measure_cell(comm, cell, settings, seed, oversubscribed=crowded)
+            clock.refresh(comm)
+            entry, raw = measure_cell(comm, cell, settings, seed, oversubscribed=crowded,
+                                      clock=clock)
         except Exception as exc:
             if rank == 0:
                 traceback.print_exc()
@@ -284,7 +290,9 @@ def run(spec_path: str) -> int:
                   f"P={cell.procs} {cell.size}B {cell.dtype} {cell.op} {cell.delay}: "
                   f"{entry['status']} n={st.get('n')}"
                   + (f" mean={mean * 1e6:.2f}us" if mean else ""), flush=True)
+    synced = clock.finish(comm)  # what is left of the clocks' gaps at the launch's end
     if rank == 0:
+        doc["clock"] = synced
         doc["status"] = "complete"
         doc["finished"] = results.now()
         fileio.write_json(progress, doc)

@@ -17,6 +17,8 @@ from ..cells import Cell
 from ..delays import compute_phase, wait_until
 from ..dnn import workload
 from .arrival import Monitor, pap_phase
+from ..memory import last_level_cache
+from .buffers import Rotation, check
 
 # a column of the exchange row: arrival, finish, verified, seconds in cell, clock offset,
 # late start (per-call mode) or mean seconds per call (IMB mode)
@@ -34,7 +36,8 @@ class TimedCell:
 
     MAX_WINDOW = 0.5
 
-    def __init__(self, comm, cell: Cell, settings: dict, seed: int, algorithm=None):
+    def __init__(self, comm, cell: Cell, settings: dict, seed: int, algorithm=None,
+                 clock=None):
         from mpi4py import MPI
 
         self.comm, self.cell, self.seed = comm, cell, seed
@@ -66,18 +69,29 @@ class TimedCell:
         prepare = getattr(self.fn, "prepare", None)
         if prepare and self.calls is None and self.body is None:  # set-up an algorithm
             prepare(comm, self.send, self.recv, self.op, self.ctx)  # makes once, untimed
-        self.wtime = MPI.Wtime
+        # buffers: rotate: each call on the next slot of a rotation larger than the cache
+        self.rotation, self.turn, self.mpitype = None, 0, mpitype
+        if cell.buffers == "rotate":
+            check(cell.algorithm, cell.params, cell.buffers)
+            llc, source = last_level_cache()
+            self.rotation = Rotation(self.send, self.bad, llc)
+            self.rotation_record = self.rotation.record(llc, source)
+        self.wtime, self.MPI = MPI.Wtime, MPI
         self.exch = np.zeros(6)
         self.every = np.zeros((self.procs, 6))
         self.start_at = np.zeros(1)
         self.error = None
         # Wtime need not be comparable across ranks (Open MPI's counts from each process's
-        # init), so arrivals and finishes are put on the host's real-time clock, counted from
-        # an epoch rank 0 broadcasts; elapsed times use Wtime alone.
-        self.epoch = comm.bcast(time.time(), root=0)
-        self.offset = (time.time() - self.epoch) - self.wtime()
+        # init), so arrivals and finishes are put on the launch's common clock (rank 0's
+        # host clock, estimated on every rank across hosts: clocksync.py), counted from an
+        # epoch rank 0 broadcasts; elapsed times use Wtime alone.
+        self.now = clock.now if clock is not None else time.time
+        self.synced = clock is not None and clock.synchronised
+        self.epoch = comm.bcast(self.now(), root=0)
+        self.offset = (self.now() - self.epoch) - self.wtime()
         hosts = comm.allgather(MPI.Get_processor_name())
-        self.common_clock = bool(comm.Get_attr(MPI.WTIME_IS_GLOBAL)) or len(set(hosts)) == 1
+        self.common_clock = (self.synced or bool(comm.Get_attr(MPI.WTIME_IS_GLOBAL))
+                             or len(set(hosts)) == 1)
         # the PAP benchmark's compute phase and arrival knowledge (harness.measure.arrival); None for
         # every other cell, which is then measured exactly as without it
         self.pap = pap_phase(self.ctx.params, cell.max_delay, self.base,
@@ -91,7 +105,7 @@ class TimedCell:
         self.t0 = self.wtime()
 
     def clock(self) -> float:
-        return time.time() - self.epoch
+        return self.now() - self.epoch
 
     def close(self) -> None:
         """End the cell's arrival monitor, if any (collective)."""
@@ -169,6 +183,17 @@ class TimedCell:
             return self.comm.Allreduce, (self.ctx.sendspec, self.ctx.recvspec, self.op)
         return self.fn, (self.comm, self.send, self.recv, self.op, self.ctx)
 
+    def rotate(self):
+        """``buffers: rotate``: the receive buffer and (call, args) of the next slot, which
+        ``repetition``/``imb_batch`` time instead of the cell's own."""
+        send, recv = self.rotation.pair(self.turn)
+        self.turn += 1
+        if self.fn is native_allreduce:
+            specs = ([self.MPI.buffer(send), self.cell.count, self.mpitype],
+                     [self.MPI.buffer(recv), self.cell.count, self.mpitype])
+            return recv, self.comm.Allreduce, (*specs, self.op)
+        return recv, self.fn, (self.comm, send, recv, self.op, self.ctx)
+
     def repetition(self, delays) -> np.ndarray:
         """One synchronised, timed, verified call; every rank's exchange row after one
         Allgather (a view reused by the next repetition)."""
@@ -177,7 +202,9 @@ class TimedCell:
         wait = self.base + delays[rank]
         late_start = 0.0
         body = self.body
-        if body is None:
+        if self.rotation is not None:  # its slot holds the sentinel since its last check
+            recv, call, args = self.rotate()
+        elif body is None:
             recv.fill(self.bad)
         else:
             body.before()
@@ -197,10 +224,14 @@ class TimedCell:
             call(*args)
             f = wtime()
             ok = 1.0 if (np.array_equal(recv, self.want) if body is None else body.check()) else 0.0
+            if self.rotation is not None:
+                recv.fill(self.bad)  # for the slot's next turn, many calls from now
         except Exception as exc:  # e.g. MPICH refusing an inapplicable forced algorithm
             a = f = wtime()
             ok = -1.0
             self.error = f"{type(exc).__name__}: {exc}".strip()
+        if self.synced:  # the synchronised clock drifts from Wtime: its offset now
+            self.offset = self.clock() - wtime()
         exch = self.exch
         exch[0], exch[1], exch[2], exch[3], exch[4], exch[5] = (
             a, f, ok, f - self.t0, self.offset, late_start)
@@ -217,16 +248,23 @@ class TimedCell:
         mean time per call in place of the finish time."""
         comm, recv, wtime, barrier = self.comm, self.recv, self.wtime, self.comm.Barrier
         call, args = self.call, self.args
+        rotation = self.rotation
         ok = 1.0
         last = iterations - 1
         try:
-            recv.fill(self.bad)
+            if rotation is None:
+                recv.fill(self.bad)
+            else:  # the first and the last call's slots hold the sentinel
+                rotation.refill(self.turn)
+                rotation.refill(self.turn + last)
             barrier()
             barrier()
             begin = wtime()
             t = 0.0
             for i in range(iterations):
-                if i == last and i:
+                if rotation is not None:  # the next slot, chosen outside the Wtime pair
+                    recv, call, args = self.rotate()
+                elif i == last and i:
                     recv.fill(self.bad)
                 t0 = wtime()
                 call(*args)

@@ -17,7 +17,7 @@ import pandas as pd
 from . import style, tables
 from .tables import format_size
 
-COLUMNS = ["library", "procs", "size", "dtype", "op", "timing", "best", "auto_mean", "best_mean",
+COLUMNS = ["library", "procs", "size", "dtype", "op", "timing", "buffers", "best", "auto_mean", "best_mean",
            "gain", "gain_ci_low", "gain_ci_high", "pairs", "campaign_gain", "verdict",
            "median_gain", "wilcoxon_p", "rank_biserial", "nonparametric"]
 
@@ -56,10 +56,15 @@ def _ranked(r) -> str:
     return f"{g:.2f}, {p_text}: {r.nonparametric}"
 
 
+def _size(r) -> str:
+    """The size, marked when each call ran on rotated (cold) buffers (``buffers: rotate``)."""
+    return format_size(r["size"]) + (" rotated" if r.get("buffers") == "rotate" else "")
+
+
 def _display(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     header = ["library", "P", "size", "AUTO (us)", "BEST", "BEST (us)", "gain [95% CI]", "verdict",
               "median gain, Wilcoxon"]
-    rows = [[r.library, str(r.procs), format_size(r["size"]), _us(r.auto_mean),
+    rows = [[r.library, str(r.procs), _size(r), _us(r.auto_mean),
              str(r.best or "").replace("native:", ""), _us(r.best_mean), _gain(r), r.verdict,
              _ranked(r)]
             for _, r in df.iterrows()]
@@ -91,7 +96,7 @@ def figure(df: pd.DataFrame, path) -> list[Path]:
         ax.axhline(1.0, color="0.3", lw=0.8)
         labels = []
         for i, (_, r) in enumerate(d.iterrows()):
-            labels.append(f"{format_size(r['size'])}\nP={r.procs}")
+            labels.append(f"{_size(r)}\nP={r.procs}")
             g = r["gain"]
             if r.verdict in ("BEST faster", "AUTO faster", "tie") and isinstance(g, float) \
                     and math.isfinite(g):

@@ -70,6 +70,8 @@ def context_label(ctx: dict) -> str:
     metric = ctx.get("metric")
     if metric is not None and metric != "mean":
         parts.append(f"metric: {metric} over ranks")
+    if ctx.get("buffers") == "rotate":
+        parts.append("buffers rotated past the last-level cache")
     return ", ".join(parts)
 
 

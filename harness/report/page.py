@@ -26,6 +26,7 @@ import pandas as pd
 
 from ..fileio import atomic_write_text, read_json
 from ..results.store import oversubscribed
+from ..results.view import STATISTIC_LABEL
 from .findings import findings
 from .registry import captions
 
@@ -35,7 +36,7 @@ OUTPUTS = captions()
 UNFINISHED = ("failed", "wrong", "timeout")
 COLUMNS = ["cell_id", "experiment", "library", "algorithm", "params", "procs", "nodes", "size",
            "dtype", "op", "delay", "max_delay", "status", "n", "mean", "ci_low", "ci_high",
-           "oversubscribed", "error"]
+           "median", "t_rejected", "oversubscribed", "error"]
 
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:1em;color:#222}
@@ -217,7 +218,7 @@ def _cells(summary: pd.DataFrame, campaign, configfile: str | None) -> str:
             v = r.get(c)
             cls = f' class="status-{_e(v)}"' if c == "status" else (
                 ' class="num"' if isinstance(v, (int, float)) and not isinstance(v, bool) else "")
-            shown = f"{v:.4g}" if isinstance(v, float) and c in ("mean", "ci_low", "ci_high") \
+            shown = f"{v:.4g}" if isinstance(v, float) and c in ("mean", "ci_low", "ci_high", "median") \
                 and v == v else v
             data = f' data-v="{_e(v)}"' if isinstance(v, (int, float)) else ""
             tds.append(f"<td{cls}{data}>{_e(shown)}</td>")
@@ -242,6 +243,17 @@ def _findings(tables_dir: Path, page_dir: Path) -> str:
                     f'<a href="{_e(_rel(c.table, page_dir))}">{_e(c.table.stem)}</a>)</span></li>'
                     for c in claims)
     return f'<ul id="findings">{items}</ul><p>{_e(tie_text.strip())}</p>'
+
+
+def _statistic(campaign) -> str:
+    """What the tables' and figures' times are (``report.statistic``)."""
+    stat = campaign.cfg.report.get("statistic", "mean")
+    other = "median" if stat == "mean" else "mean"
+    return (f"<p>Times, BEST and the AUTO-vs-BEST verdicts are built on the "
+            f"{_e(STATISTIC_LABEL[stat])} (<code>report.statistic: {_e(stat)}</code>; "
+            f"<code>{other}</code> builds them on the {_e(STATISTIC_LABEL[other])}). The cells "
+            "table gives both, and <code>t_rejected</code>: which assumption of the t-interval "
+            "(normality, independence) a cell's repetitions reject.</p>")
 
 
 def make_page(campaign, out: Path, tables_dir: Path, figures_dir: Path,
@@ -270,7 +282,7 @@ def make_page(campaign, out: Path, tables_dir: Path, figures_dir: Path,
         _header(campaign, summary, docs, over),
         f"<p>Store check (<code>harness check</code>): {_e(check_text)}.</p>",
         "<h2>Cells by status</h2>", _status_counts(summary),
-        "<h2>Tables and figures</h2>", _outputs(Path(tables_dir), Path(figures_dir), page_dir),
+        "<h2>Tables and figures</h2>", _statistic(campaign), _outputs(Path(tables_dir), Path(figures_dir), page_dir),
         "<h2>Cells</h2>", _cells(summary, campaign, configfile),
         "<h2>Raw files</h2><ul>" + "".join(
             f'<li><a href="{_e(_rel(p, page_dir))}">{_e(n)}</a></li>' for n, p in links) + "</ul>",

@@ -83,6 +83,20 @@ NOTE = ("Times are means with their 95% CI; MiB/s = size/mean (2^20 B). Gain = A
         "BEST time; bold: the two 95% CIs do not overlap; (tie): they overlap, so no win is "
         "claimed. † not converged to the requested precision. ‡ oversubscribed: more ranks "
         "than cores, times not comparable, no win or loss drawn.")
+T_NOTE = (" § a compared t-interval assumes what its repetitions reject (normality or "
+          "independence; the CSV's t_assumptions says which): report.statistic: median "
+          "compares medians instead.")
+
+
+def note(table: pd.DataFrame) -> str:
+    """The AUTO-vs-BEST table's note, for the statistic its times are (``results/view.py``)."""
+    text = NOTE
+    if table.attrs.get("statistic") == "median":
+        text = (text.replace("Times are means with their 95% CI", "Times are medians with their "
+                             "order-statistics 95% CI").replace("size/mean", "size/median"))
+    if "t_assumptions" in table and table["t_assumptions"].fillna("").astype(bool).any():
+        text += T_NOTE
+    return text
 
 
 def display(table: pd.DataFrame) -> tuple[list[str], list[list[dict]]]:
@@ -118,7 +132,8 @@ def display(table: pd.DataFrame) -> tuple[list[str], list[list[dict]]]:
             cell(_num(r["best_mibs"]) if math.isfinite(r["best_mibs"]) else "", numeric=True),
             cell((f"{g:.2f}×" if math.isfinite(g) else "n/a")
                  + (" (tie)" if r["verdict"] == "tie" else "")
-                 + (" ‡" if r["oversubscribed"] else ""), numeric=True,
+                 + (" ‡" if r["oversubscribed"] else "")
+                 + (" §" if r.get("t_assumptions") else ""), numeric=True,
                  bold=bool(r["significant"])),
             cell(", ".join(algorithm_label(x.split(" (")[0]) + " (" + x.split(" (")[1]
                            for x in r["excluded"].split("; ")) if r["excluded"] else ""),
@@ -137,7 +152,7 @@ def _numeric_columns(header, rows) -> list[bool]:
 
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
         "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-        "µ": r"$\mu$", "×": r"$\times$", "–": "--", "†": r"$^\dagger$", "‡": r"$^\ddagger$", "≈": r"$\approx$"}
+        "µ": r"$\mu$", "×": r"$\times$", "–": "--", "†": r"$^\dagger$", "§": r"\S{}", "‡": r"$^\ddagger$", "≈": r"$\approx$"}
 
 
 def tex_escape(text: str, symbols: dict[str, str] | None = None) -> str:
@@ -307,10 +322,11 @@ def cells_of(frame: pd.DataFrame) -> dict:
 def _auto_vs_best(table: pd.DataFrame, caption: str) -> dict:
     """``render``'s keywords for an ``auto_vs_best`` table: a booktabs ``table*``."""
     header, rows = display(table)
-    note = tex_escape(NOTE).replace(r"2\textasciicircum{}20", r"$2^{20}$")
+    text = note(table)
+    tex = tex_escape(text).replace(r"2\textasciicircum{}20", r"$2^{20}$")
     return dict(header=header, rows=rows, env="table*", placement="t", bold_header=True,
-                bold_caption=True, group_first=True, md_note=NOTE + "\n",
-                tex_caption=f"{tex_escape(caption)} {note}",
+                bold_caption=True, group_first=True, md_note=text + "\n",
+                tex_caption=f"{tex_escape(caption)} {tex}",
                 align="".join("r" if n else "l" for n in _numeric_columns(header, rows)))
 
 

@@ -5,6 +5,29 @@
 # the outputs of the reports the campaign gets (REPORT_OUTPUTS, workflow/rules/page.smk).
 from pathlib import Path
 
+# The summary the reports read: summary.csv, or under report.statistic: median its view with the
+# medians in the time columns (harness/results/view.py), made by rule summary_view.
+STATISTIC = CAMPAIGN.cfg.report["statistic"]
+REPORT_SUMMARY = RES + ("/summary.csv" if STATISTIC == "mean" else f"/summary-{STATISTIC}.csv")
+
+
+rule summary_view:
+    localrule: True
+    input:
+        RES + "/summary.csv",
+    output:
+        RES + "/summary-{statistic}.csv",
+    wildcard_constraints:
+        statistic="median",
+    run:
+        import pandas as pd
+
+        from harness.fileio import atomic_write_text
+        from harness.results.view import statistic_view
+
+        view = statistic_view(pd.read_csv(input[0]), wildcards.statistic)
+        atomic_write_text(Path(output[0]), view.to_csv(index=False))
+
 
 def _model_params(report):
     """model_params.json as an input: always (rule fit_params makes it), when it exists, or
@@ -25,7 +48,7 @@ for _report in REPORTS.values():
         name: _report.rule_name
         localrule: True
         input:
-            RES + "/summary.csv",
+            REPORT_SUMMARY,
             _model_params(_report),
         output:
             _report.outputs(RES + "/tables", FIG, FACTS),

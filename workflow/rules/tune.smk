@@ -19,7 +19,7 @@ rule tune:
         from harness.campaign.tune import TuneError, tune
 
         try:
-            tune(paths.results_root(), CAMPAIGN.cfg.campaign)
+            tune(paths.results_root(), CAMPAIGN.cfg.campaign, statistic=STATISTIC)
         except TuneError as exc:
             raise WorkflowError(f"harness tune {CAMPAIGN.cfg.campaign}: {exc}") from None
 

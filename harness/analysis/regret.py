@@ -1,0 +1,406 @@
+"""Replay of algorithm-selection policies against an exhaustive campaign: how close to BEST
+does a policy get, for how many measured cells and how much machine time?
+
+The exhaustive campaign of a library measures every ``native:*`` algorithm at every point
+(P, nodes, message size); BEST at a point is the fastest of them (``best.fastest``). Measuring
+them all costs machine time, and most cells are far from the winner. A replay takes the
+exhaustive results as the truth (``truth``), lets a policy pick which cells to "measure"
+batch by batch (a look-up in the truth), and after each batch asks the surrogate
+(``harness.analysis.surrogate``), fitted on the measured cells only, for the winner at every
+held-out point. Regret of a choice at a point = t(chosen) / t(BEST) - 1; the curve
+(``replay``) gives per batch the cells measured, the machine time they took (repetitions x
+mean, summed), the mean and worst regret over the held-out points and the surrogate's own
+estimate of its regret, which is all a real campaign would know (``stop``).
+
+Policies (``POLICIES``) are functions ``policy(candidates, measured, rng, batch)`` returning up
+to ``batch`` rows of ``candidates`` (cells not measured yet; measured cells carry n and mean):
+``adaptive`` measures the two likeliest winners where the surrogate is least sure of the
+winner and, for every other point it picks, every algorithm where nothing was measured nearby
+(the trees are confidently wrong where they all extrapolate from the same far cells),
+``random_cells`` uniformly at random, ``grid`` every algorithm at every other size first, then
+the rest.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+import pandas as pd
+
+from ..results.store import allreduce_rows
+from .best import SELECTING, fastest, timed_mask
+from .surrogate import (FOREST_SEED, TREES, Surrogate, check_columns, overlay, positive_numbers,
+                        top_two_share, verdict)
+
+TARGET = 0.05  # regret the stopping rule and ``reach`` aim below
+EXPLORE = 0.5  # share of the adaptive picks that go to the point farthest from the measured
+# (on the synthetic data of tests/test_regret.py, 0 and 1 needed 1.3 to 2 times as many cells)
+POINT = ["procs", "nodes", "size"]
+CELL = [*POINT, "algorithm"]
+CANDIDATE_COLUMNS = [*CELL, "dtype"]
+MEASURED_COLUMNS = [*CANDIDATE_COLUMNS, "n", "mean"]
+TABLE_COLUMNS = ["library", *MEASURED_COLUMNS, "status", "best_algorithm", "best_mean"]
+SUMMARY_NEEDS = ["library", "algorithm", "procs", "nodes", "size", "dtype", "delay", "status",
+                 "n", "mean"]
+# conditions that may make two summary rows of one cell differ
+CONDITIONS = ["dtype", "op", "timing", "buffers", "thread_level", "metric", "params"]
+CURVE_COLUMNS = ["batch", "cells", "machine_time", "mean_regret", "worst_regret",
+                 "predicted_regret", "predicted_regret_q95"]
+
+
+def whole(value, name: str, least: int = 1) -> int:
+    """``value`` as an int >= ``least``; ValueError naming ``name`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+        raise ValueError(f"{name}: got {value!r}, expected an integer >= {least}")
+    return int(value)
+
+
+def native_rows(summary: pd.DataFrame, library: str) -> pd.DataFrame:
+    """The summary's allreduce rows of ``library`` without delay, forced ``native:*`` only."""
+    if not isinstance(summary, pd.DataFrame):
+        raise ValueError(f"summary: got {type(summary).__name__}, expected a pandas DataFrame")
+    check_columns(summary, SUMMARY_NEEDS, "summary")
+    rows = allreduce_rows(summary)
+    libraries = sorted(set(rows["library"].dropna().astype(str)))
+    if library not in libraries:
+        raise ValueError(f"library: got {library!r}, expected one of the summary's libraries "
+                         f"{libraries}")
+    algorithm = rows["algorithm"].astype(str)
+    keep = ((rows["library"] == library) & (rows["delay"].astype(str) == "none")
+            & algorithm.str.startswith("native:") & ~algorithm.isin(SELECTING))
+    return rows[keep]
+
+
+def refuse_repeated_cells(timed: pd.DataFrame, library: str) -> None:
+    """ValueError when a cell has more than one timed row (the summary mixes conditions)."""
+    repeated = timed[timed.duplicated(CELL, keep=False)]
+    if repeated.empty:
+        return
+    varying = [c for c in CONDITIONS if c in repeated.columns
+               and repeated.groupby(CELL)[c].nunique(dropna=False).max() > 1]
+    first = repeated.iloc[0]
+    raise ValueError(f"summary: {len(repeated)} timed rows of {library} share a cell "
+                     f"(procs, nodes, size, algorithm), e.g. {tuple(first[CELL])}, differing in "
+                     f"{varying or 'no known column'}; expected one row per cell: select one "
+                     f"condition first")
+
+
+def truth(summary: pd.DataFrame, library: str) -> pd.DataFrame:
+    """The exhaustive results of ``library``: one row per timed ``native:*`` cell (status ok or
+    not-converged, finite positive mean, delay none; ``native:auto`` kept, as in the AUTO-vs-BEST
+    table; ``native:tuned`` and the autotuner, which follow a tuning rather than a forced
+    algorithm, left out), sorted by point and algorithm, with the point's BEST algorithm and
+    time (``best_algorithm``, ``best_mean``, from ``best.fastest``)."""
+    native = native_rows(summary, library)
+    timed = native[timed_mask(native)].copy()
+    if timed.empty:
+        found = native["status"].value_counts().to_dict()
+        raise ValueError(f"summary: no timed native:* rows of library {library!r} (found "
+                         f"{len(native)} native rows without delay, statuses {found}); expected "
+                         f"rows with status ok or not-converged and a finite mean > 0")
+    for column in ["procs", "nodes", "size"]:
+        timed[column] = positive_numbers(timed, column).astype(int)
+    for column in ["n", "mean"]:
+        timed[column] = pd.to_numeric(timed[column], errors="coerce")
+    bad_n = ~(timed["n"] >= 1)
+    if bad_n.any():
+        raise ValueError(f"summary: n (repetitions) of {int(bad_n.sum())} timed rows is "
+                         f"{timed.loc[bad_n, 'n'].head(3).tolist()}, expected a count >= 1")
+    refuse_repeated_cells(timed, library)
+    # BEST per point, from the columns that decide it (fewer columns: a faster sort)
+    best = {key: fastest(group) for key, group in timed[[*CELL, "status", "mean"]].groupby(POINT)}
+    timed["best_algorithm"] = [best[k]["algorithm"] for k in zip(*(timed[c] for c in POINT))]
+    timed["best_mean"] = [float(best[k]["mean"]) for k in zip(*(timed[c] for c in POINT))]
+    return timed[TABLE_COLUMNS].sort_values(CELL, kind="stable").reset_index(drop=True)
+
+
+def checked_table(table: pd.DataFrame) -> pd.DataFrame:
+    """A truth table as ``truth`` makes it (ValueError naming what is missing)."""
+    if not isinstance(table, pd.DataFrame):
+        raise ValueError(f"truth_table: got {type(table).__name__}, expected the DataFrame "
+                         f"of truth(summary, library)")
+    check_columns(table, TABLE_COLUMNS, "truth_table")
+    if table.empty:
+        raise ValueError("truth_table: got no rows, expected the cells of truth(summary, library)")
+    return table.reset_index(drop=True)
+
+
+def layout(cells: pd.DataFrame):
+    """The points of ``cells`` (sorted, with their dtype) and each cell's point index."""
+    points = cells.drop_duplicates(POINT).sort_values(POINT)[[*POINT, "dtype"]]
+    points = points.reset_index(drop=True)
+    where = {tuple(p): i for i, p in enumerate(points[POINT].itertuples(index=False))}
+    point_of = np.array([where[tuple(p)] for p in cells[POINT].itertuples(index=False)], dtype=int)
+    return points, point_of
+
+
+def forecast(measured: pd.DataFrame, cells: pd.DataFrame, algorithms, trees: int = TREES,
+             seed: int = FOREST_SEED):
+    """Every tree's time of every algorithm at the points of ``cells`` (the choices), by a
+    forest (``trees``, random state ``seed``) fitted on ``measured``, with the measured times
+    laid over them: (points, tree times)."""
+    points, point_of = layout(cells)
+    order = {a: i for i, a in enumerate(algorithms)}
+    available = np.zeros((len(points), len(algorithms)), dtype=bool)
+    available[point_of, [order[a] for a in cells["algorithm"]]] = True
+    known = np.full(available.shape, np.nan)
+    keys = points[POINT].apply(tuple, axis=1).tolist()
+    where = {k: i for i, k in enumerate(keys)}
+    for row in measured.itertuples(index=False):
+        i = where.get((row.procs, row.nodes, row.size))
+        if i is not None:
+            known[i, order[row.algorithm]] = row.mean
+    model = Surrogate(algorithms, trees=trees, seed=seed).fit(measured)
+    return points, overlay(model.predict(points, algorithms), known, available)
+
+
+def seed_cells(candidates: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
+    """The space-filling start still to measure: every algorithm at the smallest and largest P
+    and at the smallest, middle and largest size."""
+    sizes = np.sort(cells["size"].unique())
+    corners = {sizes[0], sizes[len(sizes) // 2], sizes[-1]}
+    procs = {cells["procs"].min(), cells["procs"].max()}
+    return candidates[candidates["procs"].isin(procs) & candidates["size"].isin(corners)]
+
+
+def open_cells(candidates: pd.DataFrame, points: pd.DataFrame, algorithms) -> dict:
+    """(point index, algorithm index) -> label in ``candidates`` of every cell not measured."""
+    keys = {k: i for i, k in enumerate(points[POINT].itertuples(index=False, name=None))}
+    order = {a: i for i, a in enumerate(algorithms)}
+    return {(keys[k[:3]], order[k[3]]): label for label, k
+            in zip(candidates.index, candidates[CELL].itertuples(index=False, name=None))}
+
+
+def grid_coordinates(points: pd.DataFrame) -> np.ndarray:
+    """Each point's place on the grid of P values x sizes, both ranks scaled to [0, 1]."""
+    out = []
+    for column in ["procs", "size"]:
+        rank = points[column].rank(method="dense").to_numpy() - 1
+        out.append(rank / max(rank.max(), 1))
+    return np.column_stack(out)
+
+
+def farthest(coordinates: np.ndarray, covered: np.ndarray, eligible: np.ndarray) -> int | None:
+    """The eligible point farthest from every covered point (None when none is eligible)."""
+    if not eligible.any():
+        return None
+    if not covered.any():
+        return int(np.flatnonzero(eligible)[0])
+    gap = np.linalg.norm(coordinates[:, None, :] - coordinates[None, covered, :], axis=2).min(axis=1)
+    return int(np.argmax(np.where(eligible, gap, -1.0)))
+
+
+def adaptive(candidates: pd.DataFrame, measured: pd.DataFrame, rng, batch: int,
+             trees: int = TREES, explore: float = EXPLORE) -> pd.DataFrame:
+    """The seed set first; then point by point: the unmeasured algorithms that the trees rank
+    in the top two at the point where the predicted winner is least certain (lowest win
+    probability, then highest predicted regret) or, for a share ``explore`` of the points,
+    every unmeasured algorithm at the point farthest from every measured one (where the trees
+    all extrapolate from the same far cells, they agree, and may all be wrong); random cells
+    if that is too few. Measuring a whole point tells the forest how the algorithms compare
+    there, which carries over to its neighbours."""
+    seed = seed_cells(candidates, pd.concat([candidates, measured]))
+    if len(seed) or measured.empty:
+        return (seed if len(seed) else random_cells(candidates, measured, rng, batch)).head(batch)
+    cells = pd.concat([candidates[CANDIDATE_COLUMNS], measured[CANDIDATE_COLUMNS]])
+    algorithms = sorted(set(cells["algorithm"]))
+    forest_seed = int(rng.integers(2**31))  # a seed of its own per batch, from the replay's
+    points, times = forecast(measured, cells, algorithms, trees, forest_seed)
+    said, share = verdict(times), top_two_share(times)
+    unmeasured = open_cells(candidates, points, algorithms)
+    coordinates = grid_coordinates(points)
+    measured_keys = set(measured[POINT].itertuples(index=False, name=None))
+    covered = np.array([k in measured_keys for k in points[POINT].itertuples(index=False, name=None)])
+    uncertain = [int(p) for p in np.lexsort((-said.regret, said.win_probability))
+                 if said.win_probability[p] < 1.0]
+    eligible = np.zeros(len(points), dtype=bool)
+    eligible[[p for p, _ in unmeasured]] = True
+    picked: list = []
+    turn = 0
+    while len(picked) < batch:
+        exploring = int((turn + 1) * explore) > int(turn * explore)
+        uncertain = [p for p in uncertain if eligible[p]]
+        p = farthest(coordinates, covered, eligible) if exploring or not uncertain else uncertain[0]
+        if p is None:
+            break
+        ranked = [a for a in np.argsort(-share[p], kind="stable")
+                  if (p, a) in unmeasured and (share[p, a] > 0 or exploring)]
+        picked += [unmeasured[(p, a)] for a in (ranked if exploring else ranked[:2])]
+        eligible[p], covered[p], turn = False, True, turn + 1
+    chosen = candidates.loc[picked[:batch]]
+    if len(chosen) < batch:
+        rest = candidates.drop(index=chosen.index)
+        chosen = pd.concat([chosen, random_cells(rest, measured, rng, batch - len(chosen))])
+    return chosen
+
+
+def random_cells(candidates: pd.DataFrame, measured: pd.DataFrame, rng, batch: int) -> pd.DataFrame:
+    """``batch`` candidate cells drawn uniformly without replacement."""
+    take = rng.choice(len(candidates), size=min(batch, len(candidates)), replace=False)
+    return candidates.iloc[np.sort(take)]
+
+
+GRID_SEED = 7  # the grid visits its points in one fixed shuffled order, the same every replay
+
+
+def grid(candidates: pd.DataFrame, measured: pd.DataFrame, rng, batch: int) -> pd.DataFrame:
+    """A fixed coarse grid first (every algorithm at every other size, every P), then the other
+    cells; points in a fixed shuffled order within each stage, a point's algorithms together."""
+    cells = pd.concat([candidates[CANDIDATE_COLUMNS], measured[CANDIDATE_COLUMNS]])
+    sizes = np.sort(cells["size"].unique())
+    points = cells.drop_duplicates(POINT).sort_values(POINT)[POINT].reset_index(drop=True)
+    shuffled = np.random.default_rng(GRID_SEED).permutation(len(points))
+    visit = {tuple(p): int(shuffled[i]) for i, p in enumerate(points.itertuples(index=False))}
+    coarse = candidates["size"].isin(sizes[::2])
+    order = pd.DataFrame({"stage": np.where(coarse, 0, 1),
+                          "visit": [visit[tuple(p)] for p in candidates[POINT].itertuples(index=False)],
+                          "algorithm": candidates["algorithm"].to_numpy()}, index=candidates.index)
+    return candidates.loc[order.sort_values(["stage", "visit", "algorithm"]).index[:batch]]
+
+
+POLICIES = {"adaptive": adaptive, "random": random_cells, "grid": grid}
+
+
+def held_out_points(table: pd.DataFrame, held_out) -> pd.DataFrame | None:
+    """The held-out points as a frame of (procs, nodes, size); None for all points."""
+    if held_out is None:
+        return None
+    if not isinstance(held_out, pd.DataFrame):
+        raise ValueError(f"held_out: got {type(held_out).__name__}, expected a DataFrame with "
+                         f"columns {POINT}")
+    check_columns(held_out, POINT, "held_out")
+    known = set(table[POINT].itertuples(index=False, name=None))
+    asked = set(held_out[POINT].itertuples(index=False, name=None))
+    if not asked or asked - known:
+        raise ValueError(f"held_out: got points {sorted(asked - known)[:3] or 'none'} not in the "
+                         f"truth table, expected points (procs, nodes, size) of it")
+    return held_out[POINT].drop_duplicates()
+
+
+def evaluate(table: pd.DataFrame, measured: pd.DataFrame, targets: pd.DataFrame,
+             trees: int = TREES, seed: int = FOREST_SEED) -> dict:
+    """The curve row after a batch: cells and machine time of ``measured``, the true regret of
+    the surrogate's winners at the points of ``targets`` (cells of the truth table) and its
+    predicted regret there."""
+    algorithms = sorted(set(table["algorithm"]))
+    points, times = forecast(measured, targets, algorithms, trees, seed)
+    said = verdict(times)
+    true = np.full((len(points), len(algorithms)), np.nan)
+    where = {k: i for i, k in enumerate(points[POINT].apply(tuple, axis=1))}
+    for row in targets.itertuples(index=False):
+        true[where[(row.procs, row.nodes, row.size)], algorithms.index(row.algorithm)] = row.mean
+    regret = true[np.arange(len(points)), said.winner] / np.nanmin(true, axis=1) - 1.0
+    return {"cells": len(measured),
+            "machine_time": float((measured["n"] * measured["mean"]).sum()),
+            "mean_regret": float(regret.mean()), "worst_regret": float(regret.max()),
+            "predicted_regret": float(said.regret.mean()),
+            "predicted_regret_q95": said.mean_regret_upper()}
+
+
+def cells_at(table: pd.DataFrame, points: pd.DataFrame) -> pd.Series:
+    """Which rows of ``table`` lie at one of ``points``."""
+    return table.set_index(POINT).index.isin(points.set_index(POINT).index)
+
+
+def chosen_rows(pool: pd.DataFrame, chosen, want: int, name: str) -> list:
+    """The pool labels of the cells a policy chose (at most ``want``, each once)."""
+    if not isinstance(chosen, pd.DataFrame):
+        raise ValueError(f"policy {name}: returned {type(chosen).__name__}, expected a DataFrame "
+                         f"of candidate cells")
+    check_columns(chosen, CELL, f"policy {name}")
+    label = {k: i for i, k in zip(pool.index, pool[CELL].itertuples(index=False, name=None))}
+    found = list(dict.fromkeys(label.get(k) for k in chosen[CELL].itertuples(index=False, name=None)))
+    if None in found or not found:
+        raise ValueError(f"policy {name}: chose {len(chosen)} cells, {found.count(None)} of them "
+                         f"not candidates; expected 1 to {want} cells not measured yet")
+    return found[:want]
+
+
+def replay(truth_table: pd.DataFrame, policy, batch: int, budget: int, seed: int,
+           held_out: pd.DataFrame | None = None, trees: int = TREES, until=None) -> pd.DataFrame:
+    """Measure (look up) the cells ``policy`` chooses, ``batch`` at a time, until ``budget``
+    cells are measured (or all of them are), or until ``until(curve row)`` is true (``stop``:
+    the adaptive stopping rule); after each batch, the surrogate's winners at the held-out
+    points (all points by default; else the given points, never measured). One row per batch:
+    ``CURVE_COLUMNS``. The same seed gives the same curve."""
+    table = checked_table(truth_table)
+    if not callable(policy):
+        raise ValueError(f"policy: got {policy!r}, expected a function such as one of "
+                         f"{sorted(POLICIES)}")
+    batch, budget = whole(batch, "batch"), whole(budget, "budget")
+    seed = whole(seed, "seed", least=0)
+    held = held_out_points(table, held_out)
+    targets = table if held is None else table[cells_at(table, held)]
+    pool = table if held is None else table[~cells_at(table, held)]
+    if pool.empty:
+        raise ValueError("held_out: got every point of the truth table, expected some points "
+                         "left to measure")
+    name = getattr(policy, "__name__", getattr(getattr(policy, "func", None), "__name__", "?"))
+    rng = np.random.default_rng(seed)
+    measured: list = []
+    curve = []
+    while len(measured) < min(budget, len(pool)):
+        want = min(batch, budget - len(measured))
+        open_cells = pool.drop(index=measured)
+        chosen = policy(open_cells[CANDIDATE_COLUMNS], table.loc[measured, MEASURED_COLUMNS], rng, want)
+        measured += chosen_rows(open_cells, chosen, want, name)
+        row = evaluate(table, table.loc[measured, MEASURED_COLUMNS], targets, trees, seed)
+        curve.append({"batch": len(curve) + 1, **row})
+        if until is not None and until(curve[-1]):
+            break
+    return pd.DataFrame(curve, columns=CURVE_COLUMNS)
+
+
+def stop(curve_row, target: float = TARGET) -> bool:
+    """The adaptive stopping rule: the surrogate is 95 % sure that its mean regret is below
+    ``target`` (the upper 95 % quantile over trees of the mean predicted regret)."""
+    upper = float(curve_row["predicted_regret_q95"])
+    return bool(np.isfinite(upper) and upper < target)
+
+
+def reach(curve: pd.DataFrame, target: float = TARGET) -> dict | None:
+    """The first cells count and machine time at which the mean regret is <= ``target``;
+    None when the curve never gets there."""
+    check_columns(curve, ["cells", "machine_time", "mean_regret"], "curve")
+    if not (isinstance(target, (int, float)) and target >= 0):
+        raise ValueError(f"target: got {target!r}, expected a regret >= 0 (0.05 for 5 %)")
+    there = curve[curve["mean_regret"] <= target]
+    if there.empty:
+        return None
+    first = there.iloc[0]
+    return {"cells": int(first["cells"]), "machine_time": float(first["machine_time"])}
+
+
+def exhaustive(truth_table: pd.DataFrame) -> dict:
+    """What the exhaustive campaign measured: every cell, and their machine time."""
+    table = checked_table(truth_table)
+    return {"cells": len(table), "machine_time": float((table["n"] * table["mean"]).sum())}
+
+
+def leave_one_p_out(truth_table: pd.DataFrame, budget: int, seed: int, policy=random_cells,
+                    batch: int | None = None, trees: int = TREES) -> pd.DataFrame:
+    """Per P: measure up to ``budget`` cells of the other P values (all of them when the budget
+    covers them; ``policy`` picks otherwise, ``batch`` at a time, default all at once) and
+    give the regret of the surrogate's winners at the held-out P (mean and worst)."""
+    table = checked_table(truth_table)
+    budget = whole(budget, "budget")
+    procs = sorted(table["procs"].unique())
+    if len(procs) < 2:
+        raise ValueError(f"truth_table: got process counts {procs}, expected at least two to "
+                         f"hold one out")
+    rows = []
+    for p in procs:
+        held = table.loc[table["procs"] == p, POINT].drop_duplicates()
+        others = int((table["procs"] != p).sum())
+        curve = replay(table, policy, batch or min(budget, others), budget, seed, held, trees)
+        last = curve.iloc[-1]
+        rows.append({"procs": int(p), "cells": int(last["cells"]),
+                     "mean_regret": last["mean_regret"], "worst_regret": last["worst_regret"],
+                     "predicted_regret": last["predicted_regret"]})
+    return pd.DataFrame(rows)
+
+
+def adaptive_with(trees: int):
+    """The adaptive policy with a forest of ``trees`` trees (fewer: faster, less sure)."""
+    return partial(adaptive, trees=trees)
