@@ -132,7 +132,8 @@ BASE = {"campaign": "t", "experiments": {
 
 
 def test_config_reference_library():
-    assert config.validate(copy.deepcopy(BASE)).report == {"reference_library": "mpich"}
+    assert config.validate(copy.deepcopy(BASE)).report == {"reference_library": "mpich",
+                                                           "statistic": "mean"}
     doc = copy.deepcopy(BASE)
     doc["experiments"]["e"]["libraries"].append("impi")
     assert config.validate(doc).report["reference_library"] == "impi"
