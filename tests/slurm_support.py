@@ -17,6 +17,7 @@ import yaml
 from conftest import FAST_STOP, REPO, snakemake_slurm
 
 from harness.campaign.cutdown import cut_down
+from harness.measure.clocksync import shown_error
 
 CONFIGS = sorted((REPO / "config").glob("paper-*.yaml"))
 CAMPAIGN = "tiny"
@@ -124,11 +125,12 @@ CLOCK_ERROR = 5e-3
 
 def assert_clocks_synchronised(docs: dict[str, dict]) -> None:
     """Every run synchronised its ranks' clocks (HCA), estimated each skewed rank's offset and
-    ended with a residual below CLOCK_ERROR."""
+    ended with a residual below CLOCK_ERROR beyond the uncertainty of its own reading."""
     for run_id, doc in docs.items():
         clock = doc.get("clock") or {}
         assert clock.get("method") == "hca" and clock.get("injected"), (run_id, clock)
-        assert clock["residual"] < CLOCK_ERROR, (run_id, clock)
+        # a gap is known to half the round trip it was read over: what lies beyond that
+        assert shown_error(clock) < CLOCK_ERROR, (run_id, clock)
         for rank, (offset, drift) in SKEWED.items():
             if rank < len(clock["offsets_now"]):
                 got = clock["offsets_now"][rank]

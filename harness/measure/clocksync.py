@@ -20,8 +20,9 @@ revisited", TPDS 2016):
   milliseconds.
 
 The launch measures what is left at its end (``finish``): each rank's synchronised clock
-against rank 0's in a fresh ping-pong; the largest gap is the launch's residual error, in
-its run document (``clock``) with the method, the model of every rank and how long it took.
+against rank 0's in fresh ping-pongs; the largest gap is the launch's residual error, in
+its run document beside the half round trip each gap was read over (``shown_error``: what
+is beyond doubt) (``clock``) with the method, the model of every rank and how long it took.
 
 ``HARNESS_CLOCK_SKEW`` (a test hook, ``rank:offset[:drift],...``, seconds and seconds per
 second) adds a known offset and drift to the named ranks' host clocks and makes the launch
@@ -60,14 +61,24 @@ def injected_skew(rank: int, text: str | None = None) -> tuple[float, float]:
 
 
 def fit(samples, min_span: float = MIN_SPAN) -> tuple[float, float]:
-    """(slope, intercept) of the line through (client time, server minus client) samples:
-    the server's clock is ``(1 + slope) * t + intercept`` at client time ``t``. Samples less
-    than ``min_span`` seconds apart cannot tell a drift from their noise (tens of microseconds
-    over milliseconds would be a drift of 1e-3): the median offset, no drift."""
+    """(slope, intercept) of the line through (client time, server minus client[, round
+    trip]) samples: the server's clock is ``(1 + slope) * t + intercept`` at client time
+    ``t``. A sample is off by at most half its round trip, so with round trips each weighs by
+    the inverse. Samples less than ``min_span`` seconds apart cannot tell a drift from their
+    noise (tens of microseconds over milliseconds would be a drift of 1e-3), nor can a slope
+    within three standard errors of zero (a loaded host's round trips of milliseconds over a
+    few seconds): the median offset, no drift."""
     t, d = np.asarray([s[0] for s in samples]), np.asarray([s[1] for s in samples])
     if len(t) < 3 or np.ptp(t) < min_span:
         return 0.0, float(np.median(d))
-    slope, intercept = np.polyfit(t - t[0], d, 1)
+    if all(len(s) > 2 for s in samples):
+        sigma = np.maximum([s[2] / 2 for s in samples], 1e-7)
+        (slope, intercept), cov = np.polyfit(t - t[0], d, 1, w=1 / sigma, cov="unscaled")
+    else:
+        (slope, intercept), cov = np.polyfit(t - t[0], d, 1, cov=True) if len(t) > 3 else (
+            np.polyfit(t - t[0], d, 1), np.zeros((2, 2)))
+    if abs(slope) < 3 * math.sqrt(max(cov[0, 0], 0.0)):
+        return 0.0, float(np.median(d))
     return float(slope), float(intercept - slope * t[0])
 
 
@@ -132,8 +143,9 @@ class LaunchClock:
             buf[0] = clock()
             comm.Send(buf, dest=client, tag=TAG)
 
-    def _ask(self, comm, server: int, clock, batches: int) -> list[tuple[float, float]]:
-        """(client midpoint, server - client) of the shortest round trip of each batch."""
+    def _ask(self, comm, server: int, clock, batches: int) -> list[tuple[float, float, float]]:
+        """(client midpoint, server - client, round trip) of the shortest round trip of each
+        batch."""
         buf, out = np.zeros(1), []
         for b in range(batches):
             best = None
@@ -142,31 +154,44 @@ class LaunchClock:
                 comm.Send(buf, dest=server, tag=TAG)
                 comm.Recv(buf, source=server, tag=TAG)
                 t2 = clock()
-                if best is None or t2 - t1 < best[0]:
-                    best = (t2 - t1, (t1 + t2) / 2, buf[0] - (t1 + t2) / 2)
-            out.append(best[1:])
+                if best is None or t2 - t1 < best[2]:
+                    best = ((t1 + t2) / 2, buf[0] - (t1 + t2) / 2, t2 - t1)
+            out.append(best)
             if b < batches - 1:
                 time.sleep(SPAN / max(1, batches - 1))
         return out
 
     def finish(self, comm) -> dict:
-        """Collective: every rank's synchronised clock against rank 0's in one fresh batch of
-        ping-pongs, one rank after another; on rank 0 the record with ``residual`` (largest
-        gap, seconds) and ``residuals`` per rank, and every rank's model."""
+        """Collective: every rank's synchronised clock against rank 0's in ``BATCHES`` fresh
+        batches of ping-pongs, one rank after another, the shortest round trip kept; on rank 0
+        the record with ``residual`` (largest gap, seconds), ``residuals`` per rank and the
+        ``half_round_trips`` that bound how well each gap is known (a gap of 5 ms read over a
+        12 ms round trip may be none), and every rank's model."""
         if not self.synchronised:
             return self.record
-        gaps = [0.0]
+        gaps, halves = [0.0], [0.0]
         for r in range(1, self.size):
             if self.rank == 0:
-                self._serve(comm, r, self.now, 1)
-                gaps.append(comm.recv(source=r, tag=TAG + 2))
+                self._serve(comm, r, self.now, BATCHES)
+                gap, half = comm.recv(source=r, tag=TAG + 2)
+                gaps.append(gap)
+                halves.append(half)
             elif self.rank == r:
-                (_, gap), = self._ask(comm, 0, self.now, 1)
-                comm.send(gap, dest=0, tag=TAG + 2)
+                _, gap, rtt = min(self._ask(comm, 0, self.now, BATCHES), key=lambda s: s[2])
+                comm.send((gap, rtt / 2), dest=0, tag=TAG + 2)
         models = comm.gather(self.model, root=0)
         if self.rank == 0:
             self.record.update(residual=float(max(abs(g) for g in gaps)),
                                residuals=[float(g) for g in gaps],
+                               half_round_trips=[float(h) for h in halves],
                                drifts=[m[0] for m in models],
                                offsets_now=[m[0] * time.time() + m[1] for m in models])
         return self.record
+
+
+def shown_error(record: dict) -> float:
+    """The clock error a launch's record shows beyond doubt: the largest gap less the half
+    round trip it was read over (0 when every gap is within its own uncertainty)."""
+    gaps = record.get("residuals") or []
+    halves = record.get("half_round_trips") or [0.0] * len(gaps)
+    return max([abs(g) - h for g, h in zip(gaps, halves)] + [0.0])

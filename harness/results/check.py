@@ -138,12 +138,14 @@ def _check_entry(where: str, entry: dict, reps, settings: dict, rep: Report) -> 
         rep.add(where, f"status not-converged, but the stopping rule held at repetition {stop}")
 
 
-def _check_run(store: results.CampaignStore, run_id: str, rep: Report) -> dict | None:
-    try:
-        doc = results.load_run_doc(store, run_id, log=rep.recovered.append)
-    except results.StoreError as exc:
-        rep.problems.append(str(exc))
-        return None
+def _check_run(store: results.CampaignStore, run_id: str, rep: Report,
+               doc: dict | None = None) -> dict | None:
+    if doc is None:
+        try:
+            doc = results.load_run_doc(store, run_id, log=rep.recovered.append)
+        except results.StoreError as exc:
+            rep.problems.append(str(exc))
+            return None
     rep.runs += 1
     path = store.run_doc(run_id)
     settings = doc.get("settings") or {}
@@ -172,9 +174,11 @@ def _check_run(store: results.CampaignStore, run_id: str, rep: Report) -> dict |
     return doc
 
 
-def check_store(store: results.CampaignStore, runs=None, keep=None) -> Report:
+def check_store(store: results.CampaignStore, runs=None, keep=None, docs=None) -> Report:
     """Validate ``store``; ``runs`` / ``keep``: the run and cell ids of the campaign's plan
-    (default: every run document, every cell of the summary)."""
+    (default: every run document, every cell of the summary); ``docs``: the run documents
+    the summary was just built from (``results.load_run_docs``), checked as they were read
+    (default: read now)."""
     import pandas as pd
 
     rep = Report()
@@ -192,9 +196,12 @@ def check_store(store: results.CampaignStore, runs=None, keep=None) -> Report:
         rep.add(store.summary, f"cell {dup} appears more than once")
     run_ids = sorted(runs) if runs is not None else sorted(
         p.stem for p in (store.dir / "runs").glob("*.json"))
-    docs = {}
+    snapshot, docs = docs, {}
     for run_id in run_ids:
-        if store.run_doc(run_id).is_file():
+        if snapshot is not None:
+            if run_id in snapshot:
+                docs[run_id] = _check_run(store, run_id, rep, snapshot[run_id])
+        elif store.run_doc(run_id).is_file():
             docs[run_id] = _check_run(store, run_id, rep)
     # every summary row: its run document holds the cell
     for row in summary.itertuples(index=False):
@@ -207,7 +214,8 @@ def check_store(store: results.CampaignStore, runs=None, keep=None) -> Report:
     # the summary equals the one the run documents give
     keep = set(summary["cell_id"]) if keep is None else keep
     try:
-        again = results.summary_frame(store, keep=keep, runs=runs).set_index("cell_id")
+        again = results.summary_frame(store, keep=keep, runs=runs,
+                                      docs=snapshot).set_index("cell_id")
     except results.StoreError:
         return rep  # already a finding
     mine = summary.set_index("cell_id")

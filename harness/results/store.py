@@ -274,15 +274,28 @@ def normality_from_raw(store: CampaignStore, doc: dict) -> dict[str, float]:
     return out
 
 
-def summary_frame(store: CampaignStore, keep=None, runs=None, log=None):
-    """The summary table from every run document (see ``rebuild_summary``), not written."""
+def load_run_docs(store: CampaignStore, runs=None, log=None) -> dict[str, dict]:
+    """Run id -> run document (``load_run_doc``) of ``runs`` (default: every document in
+    ``runs/``): one snapshot that a summary and its check both read, so a second workflow
+    rewriting a run's document between them (Snakemake removes a job's output first) cannot
+    make them disagree. A run without a document or a complete journal is left out."""
+    ids = sorted(runs) if runs is not None else sorted(
+        p.stem for p in (store.dir / "runs").glob("*.json"))
+    return {run_id: load_run_doc(store, run_id, log=log) for run_id in ids
+            if store.run_doc(run_id).is_file() or _complete_journal(store, run_id) is not None}
+
+
+def summary_frame(store: CampaignStore, keep=None, runs=None, log=None, docs=None):
+    """The summary table from every run document (see ``rebuild_summary``), not written;
+    ``docs``: the snapshot to read (``load_run_docs``; default: read now)."""
     import pandas as pd
 
     rows, settings = [], {}
-    for path in sorted((store.dir / "runs").glob("*.json")):
-        if runs is not None and path.stem not in runs:
+    docs = load_run_docs(store, runs, log) if docs is None else docs
+    for run_id in sorted(docs):
+        if runs is not None and run_id not in runs:
             continue
-        doc = load_run_doc(store, path.stem, log=log)
+        doc = docs[run_id]
         settings = doc.get("settings") or settings
         rows.extend(summary_rows(doc, normality=normality_from_raw(store, doc)))
     df = pd.DataFrame(rows, columns=[c for c in SUMMARY_COLUMNS if c not in LAUNCH_COLUMNS]
@@ -304,13 +317,13 @@ def summary_frame(store: CampaignStore, keep=None, runs=None, log=None):
     return df
 
 
-def rebuild_summary(store: CampaignStore, keep=None, runs=None, log=None):
+def rebuild_summary(store: CampaignStore, keep=None, runs=None, log=None, docs=None):
     """Rewrite ``summary.csv`` from every run document; the newest result of a (cell, launch)
     wins, and a cell measured in several launches gets one row over them
     (``harness.results.launches``). ``keep``: only these cell ids and ``runs``: only these run ids
     (the workflow's plan), so results of an older config drop out. A damaged run document is
-    rebuilt from its journal (``load_run_doc``)."""
-    df = summary_frame(store, keep=keep, runs=runs, log=log)
+    rebuilt from its journal (``load_run_doc``). ``docs``: the snapshot (``load_run_docs``)."""
+    df = summary_frame(store, keep=keep, runs=runs, log=log, docs=docs)
     atomic_write_text(store.summary, df.to_csv(index=False))
     return df
 

@@ -11,14 +11,17 @@ rule aggregate:
         RES + "/summary.csv",
     run:
         from harness.results import check
-        from harness.results.store import StoreError, rebuild_summary
+        from harness.results.store import StoreError, load_run_docs, rebuild_summary
 
+        runs = set(CAMPAIGN.runs)
         try:
-            rebuild_summary(CAMPAIGN.store, keep=CAMPAIGN.cell_ids, runs=set(CAMPAIGN.runs),
-                            log=print)
+            # one snapshot of the run documents for the summary and its check: a second
+            # workflow on this store may rewrite a document between them
+            docs = load_run_docs(CAMPAIGN.store, runs=runs, log=print)
+            rebuild_summary(CAMPAIGN.store, keep=CAMPAIGN.cell_ids, runs=runs, docs=docs)
         except StoreError as exc:
             raise WorkflowError(str(exc)) from None
-        found = check.check_store(CAMPAIGN.store, runs=set(CAMPAIGN.runs), keep=CAMPAIGN.cell_ids)
+        found = check.check_store(CAMPAIGN.store, runs=runs, keep=CAMPAIGN.cell_ids, docs=docs)
         check.write(CAMPAIGN.store, found)
         print(check.render(CAMPAIGN.store, found))
         if not found.ok:
