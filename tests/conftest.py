@@ -74,6 +74,35 @@ def pytest_make_collect_report(collector):
     return report
 
 
+# HARNESS_TEST_CPU_TRACE (a file): one line per test with its wall time and the CPU seconds
+# it took, its own and its children's (the launches, Snakemake and harness commands it
+# waited for): on two cores the suite's wall time follows its CPU time, not its durations.
+CPU_TRACE = os.environ.get("HARNESS_TEST_CPU_TRACE")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if not CPU_TRACE:
+        return (yield)
+    import json
+    import resource
+    import time
+
+    def cpu(who):
+        u = resource.getrusage(who)
+        return u.ru_utime + u.ru_stime
+
+    began = (time.monotonic(), cpu(resource.RUSAGE_SELF), cpu(resource.RUSAGE_CHILDREN))
+    try:
+        return (yield)
+    finally:
+        line = {"test": item.nodeid, "wall": round(time.monotonic() - began[0], 2),
+                "cpu_self": round(cpu(resource.RUSAGE_SELF) - began[1], 2),
+                "cpu_children": round(cpu(resource.RUSAGE_CHILDREN) - began[2], 2)}
+        with open(CPU_TRACE, "a") as fh:
+            fh.write(json.dumps(line) + "\n")
+
+
 @pytest.fixture
 def results_root(tmp_path, monkeypatch):
     root = tmp_path / "results"
