@@ -1,12 +1,14 @@
 """``harness tune``: a campaign's BEST turned into each library's own tuning files; with
-``--verify``, AUTO and the tuned selection measured against each other in fresh launches."""
+``--verify``, AUTO and the tuned selection measured against each other in fresh launches;
+with ``--regret``, the selection policies replayed against the campaign as ground truth
+(``harness.report.regret``)."""
 
 from __future__ import annotations
 
 from .. import paths
 from ..campaign import tune, tune_verify
 from ..results.view import STATISTICS
-from .args import campaign_args, load_campaign
+from .args import campaign_args, int_at_least, load_campaign
 
 
 def register(sub) -> None:
@@ -32,12 +34,29 @@ def register(sub) -> None:
                    help="the times the decisions compare: mean (Student-t interval) or median "
                         "(order-statistics interval); the workflow passes the config's "
                         "report.statistic (default: %(default)s)")
+    g = p.add_argument_group("regret curves (--regret)")
+    g.add_argument("--regret", action="store_true",
+                   help="instead of tuning: take the campaign's summary as the exhaustive ground "
+                        "truth and replay, per library, the adaptive policy, random cells and "
+                        "the fixed grid against it; writes tables/regret.*, "
+                        "tables/regret_curve.csv, tables/regret_generalisation.* and "
+                        "figures/<campaign>/regret_<library>.*")
+    g.add_argument("--seeds", type=int_at_least(1), default=3,
+                   help="replays of the seeded policies (adaptive, random) per library; the "
+                        "table gives the median and the range (default: %(default)s)")
+    g.add_argument("--batch", type=int_at_least(1), default=None,
+                   help="cells measured per batch (default: --regret, a 25th of each "
+                        "library's cells, at least 4)")
+    g.add_argument("--trees", type=int_at_least(1), default=None,
+                   help="trees of the random-forest surrogate (default: 200)")
     p.set_defaults(func=cmd_tune)
 
 
 def cmd_tune(args, parser) -> int:
-    """Each library's decision table and tuning files; with --verify, the fresh launches."""
-
+    """Each library's decision table and tuning files; with --verify, the fresh launches;
+    with --regret, the replayed regret curves instead."""
+    if args.regret:
+        return cmd_regret(args, parser)
     try:
         docs = tune.tune(paths.results_root(), args.campaign, statistic=args.statistic)
     except tune.TuneError as exc:
@@ -54,5 +73,29 @@ def cmd_tune(args, parser) -> int:
         outs.append(out)
     for path in make_tuned(outs, campaign.store.dir / "tables", campaign.figures,
                            libraries=sorted(docs)):
+        print(path)
+    return 0
+
+
+def cmd_regret(args, parser) -> int:
+    """The regret curves, table and generalisation of ``--regret``, paths printed."""
+    if args.verify:
+        parser.error("argument --regret: not allowed with --verify (--regret replays the "
+                     "campaign's results and measures nothing)")
+    try:
+        summary = tune.load(paths.results_root(), args.campaign, statistic=args.statistic)
+    except tune.TuneError as exc:
+        parser.error(f"argument campaign: {exc}")
+    from ..report import regret  # imports matplotlib and scikit-learn: only here
+
+    options = {} if args.trees is None else {"trees": args.trees}
+    try:
+        written = regret.make_regret(
+            summary, paths.results_root() / args.campaign / "tables",
+            paths.figures_root() / args.campaign, seeds=args.seeds, batch=args.batch,
+            log=lambda line: print(line, flush=True), **options)
+    except ValueError as exc:
+        parser.error(f"argument campaign: {args.campaign}: {exc}")
+    for path in written:
         print(path)
     return 0

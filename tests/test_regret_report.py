@@ -1,0 +1,155 @@
+"""``harness tune <c> --regret`` (harness/report/regret.py, harness/cli/tune.py) on the synthetic
+exhaustive campaign of tests/test_regret.py, cut down (3 P x 8 sizes x 4 algorithms for MPICH,
+a smaller Intel MPI copy with autotuner cells) and replayed with a small forest: pure Python,
+no MPI."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.analysis import regret
+from harness.cli import main
+from harness.report import regret as report
+from harness.results.store import SUMMARY_COLUMNS
+from test_regret import SIZES, synthetic
+from test_report import row
+
+TREES = 8
+LIBS = ("impi", "mpich")
+
+
+def small_summary() -> pd.DataFrame:
+    """MPICH: P in {2, 6, 16}, every third size (96 cells); Intel MPI: P in {2, 16}, every
+    sixth size (32 cells), plus the autotuner at two of its points, 10 % above BEST there."""
+    s = synthetic()
+    mpich = s[s["procs"].isin([2, 6, 16]) & s["size"].isin(SIZES[::3])]
+    impi = s[s["procs"].isin([2, 16]) & s["size"].isin(SIZES[::6])].assign(
+        library="impi", library_version="Intel(R) MPI Library 2021.18.1")
+    impi = impi.assign(cell_id=impi["cell_id"].str.replace("mpich", "impi"))
+    best = impi.groupby(["procs", "size"])["mean"].min()
+    tuner = [row("impi", "native:autotuner", size, 1.1 * best[(p, size)], procs=p, warmup=250)
+             for p, size in [(2, SIZES[0]), (16, SIZES[-6])]]
+    return pd.concat([mpich, impi, pd.DataFrame(tuner, columns=SUMMARY_COLUMNS)],
+                     ignore_index=True)
+
+
+@pytest.fixture
+def roots(tmp_path, monkeypatch):
+    monkeypatch.setenv("HARNESS_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setenv("HARNESS_FIGURES", str(tmp_path / "figures"))
+    return tmp_path / "results", tmp_path / "figures"
+
+
+def store(root, summary: pd.DataFrame, campaign: str = "truth"):
+    (root / campaign).mkdir(parents=True, exist_ok=True)
+    summary.to_csv(root / campaign / "summary.csv", index=False)
+
+
+def test_regret_writes_the_table_the_curves_the_generalisation_and_a_figure_per_library(
+        roots, capsys):
+    results, figures = roots
+    store(results, small_summary())
+    assert main(["tune", "truth", "--regret", "--seeds", "2", "--batch", "16",
+                 "--trees", str(TREES)]) == 0
+    out = capsys.readouterr().out
+    tables = results / "truth" / "tables"
+    for name in ("regret.md", "regret.csv", "regret.tex", "regret_curve.csv",
+                 "regret_generalisation.md", "regret_generalisation.csv"):
+        assert (tables / name).is_file() and str(tables / name) in out, name
+    for lib in LIBS:
+        for ext in ("png", "pdf"):
+            assert (figures / "truth" / f"regret_{lib}.{ext}").stat().st_size > 0
+    assert not (results / "truth" / "tuning").exists()  # --regret writes no tuning file
+
+    table = pd.read_csv(tables / "regret.csv")
+    assert list(table.columns) == report.TABLE_COLUMNS
+    policies = table.groupby("library")["policy"].apply(list).to_dict()
+    assert policies == {"impi": ["adaptive", "grid", "random", report.AUTOTUNER_LABEL],
+                        "mpich": ["adaptive", "grid", "random"]}
+    mp = table[table["library"] == "mpich"].set_index("policy")
+    assert (mp["exhaustive_cells"] == 96).all()
+    assert mp.loc["adaptive", "seeds"] == 2 and mp.loc["grid", "seeds"] == 1
+    # every replay measures everything in the end, so each reaches 5 % within the budget
+    assert (mp["reached"] == mp["seeds"]).all() and (mp["cells_5pct"] <= 96).all()
+    assert mp["cells_ratio"].tolist() == pytest.approx((mp["cells_5pct"] / 96).tolist())
+    assert 0 < mp.loc["adaptive", "stop_cells"] <= 96  # the stopping rule fired somewhere
+    tuner = table[table["policy"] == report.AUTOTUNER_LABEL].iloc[0]
+    assert tuner["points"] == 2 and tuner["calls"] == 2 * (250 + 10)
+    assert tuner["mean_regret"] == pytest.approx(0.1) and tuner["worst_regret"] == pytest.approx(0.1)
+    md = (tables / "regret.md").read_text()
+    assert "| MPICH | adaptive | 2 (2) |" in md and "520 calls, 2 points" in md
+
+    curves = pd.read_csv(tables / "regret_curve.csv")
+    assert list(curves.columns) == report.CURVE_COLUMNS
+    for (lib, policy, seed), c in curves.groupby(["library", "policy", "seed"]):
+        assert c["cells"].iloc[-1] == (96 if lib == "mpich" else 32)
+        assert c["mean_regret"].iloc[-1] == 0 and (np.diff(c["cells"]) > 0).all()
+        assert policy in regret.POLICIES and seed < (2 if policy != "grid" else 1)
+
+    general = pd.read_csv(tables / "regret_generalisation.csv")
+    assert list(general.columns) == report.GENERALISATION_COLUMNS
+    held = general.groupby("library")["value"].apply(list).to_dict()
+    assert held == {"impi": [2, 16], "mpich": [2, 6, 16]}
+    assert (general["held_out"] == "P").all() and (general["points"] == 8).sum() == 3
+    assert (general.loc[general["library"] == "mpich", "trained_cells"] == 64).all()
+    assert np.isfinite(general["mean_regret"]).all()
+
+
+def test_table_rows_take_the_median_over_seeds_and_the_first_firing_of_the_stop_rule():
+    table = regret.truth(small_summary(), "impi")  # 32 cells
+    curve = pd.DataFrame({
+        "library": "impi", "policy": "adaptive", "seed": [0, 0, 0, 1, 1, 1],
+        "batch": [1, 2, 3] * 2, "cells": [8, 16, 32] * 2,
+        "machine_time": [1.0, 2.0, 4.0, 1.5, 2.5, 4.0],
+        "mean_regret": [0.3, 0.04, 0.0, 0.2, 0.1, 0.0],
+        "worst_regret": [1.0, 0.5, 0.0, 0.9, 0.4, 0.0],
+        "predicted_regret": 0.01, "predicted_regret_q95": [0.2, 0.04, 0.0, 0.1, 0.2, 0.0]})
+    (got,) = report.table_rows(curve, table, "impi")
+    assert got["cells_5pct"] == 24 and (got["cells_5pct_low"], got["cells_5pct_high"]) == (16, 32)
+    assert got["time_5pct"] == 3.0 and got["reached"] == 2 and got["seeds"] == 2
+    assert got["exhaustive_cells"] == 32 and got["cells_ratio"] == 24 / 32
+    # seed 0 fires at 16 cells (q95 0.04), seed 1 at 32: the median of the two
+    assert got["stop_cells"] == 24 and got["stop_mean_regret"] == pytest.approx(0.02)
+    never = curve.assign(mean_regret=0.5, predicted_regret_q95=0.5)
+    (row_,) = report.table_rows(never, table, "impi")
+    assert row_["reached"] == 0 and math.isinf(row_["cells_5pct"]) and "stop_cells" not in row_
+    assert report.display(pd.DataFrame([row_]).reindex(columns=report.TABLE_COLUMNS))[
+        "cells to 5 %"].iloc[0] == "not reached"
+
+
+def test_one_p_and_one_node_count_leave_nothing_to_hold_out():
+    table = regret.truth(small_summary(), "impi")
+    rows = report.leave_one_out(table[table["procs"] == 2], "impi", trees=TREES)
+    assert rows == [{"library": "impi", "held_out": "", "points": 0,
+                     "note": "one P and one node count: nothing to hold out"}]
+
+
+def test_bad_input_names_the_argument_the_value_and_what_was_expected(roots, capsys):
+    results, _ = roots
+    store(results, small_summary(), "other")
+
+    def error(*argv):
+        with pytest.raises(SystemExit) as exc:
+            main(["tune", *argv])
+        assert exc.value.code == 2
+        return capsys.readouterr().err.strip()
+
+    err = error("nope", "--regret")
+    assert err.startswith("harness tune: error: argument campaign: campaign 'nope' has no "
+                          "results") and "campaigns with results: other" in err
+    one = small_summary()
+    one = one[(one["library"] == "mpich") & (one["algorithm"] == "native:ring")]
+    store(results, one, "single")
+    assert error("single", "--regret") == (
+        "harness tune: error: argument campaign: single: library: 'mpich' has 1 timed native "
+        "algorithm(s) in the summary, expected at least 2 to choose between")
+    store(results, one.assign(status="failed"), "failed")
+    assert "no library has timed native:* cells" in error("failed", "--regret")
+    assert error("other", "--regret", "--seeds", "0").endswith(
+        "argument --seeds: expected an integer >= 1, got 0")
+    assert error("other", "--regret", "--batch", "x").endswith(
+        "argument --batch: expected an integer, got 'x'")
+    assert "argument --regret: not allowed with --verify" in error("other", "--regret",
+                                                                     "--verify")
