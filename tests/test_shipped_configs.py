@@ -26,6 +26,8 @@ EXPECTED = {
     "paper-pap.yaml": {"report", "report_pap"},
     "paper-suara.yaml": {"report", "confirm", "report_confirm", "report_projection",
                          "report_suara"},
+    "tuning-truth.yaml": {"report", "report_cross_library"},
+    "tuning-truth-slurm.yaml": {"report", "report_cross_library"},
 }
 CONFIGS = sorted(p.name for p in (REPO / "config").glob("*.yaml"))
 
