@@ -65,6 +65,7 @@ def test_no_module_imports_itself_through_others():
 # heavy library where it is not needed, each for the reason given.
 LAZY = {
     ("harness.cli.", "harness.report"): "matplotlib and pandas, for the commands that draw",
+    ("harness.cli.tune", "harness.campaign.adaptive"): "scikit-learn, for the adaptive tuning only",
     ("harness.", "harness.dnn.models"): "torch, for the dnn extra only",
     ("harness.", "harness.dnn.cnn"): "torch, for the SGD training program only",
     ("harness.algorithms.suara", "harness.models"): "the cost models: every rank of every launch "

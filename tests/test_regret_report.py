@@ -51,7 +51,7 @@ def test_regret_writes_the_table_the_curves_the_generalisation_and_a_figure_per_
         roots, capsys):
     results, figures = roots
     store(results, small_summary())
-    assert main(["tune", "truth", "--regret", "--seeds", "2", "--batch", "16",
+    assert main(["tune", "truth", "--regret", "--seeds", "2", "--batch", "12",
                  "--trees", str(TREES)]) == 0
     out = capsys.readouterr().out
     tables = results / "truth" / "tables"
@@ -105,13 +105,13 @@ def test_table_rows_take_the_median_over_seeds_and_the_first_firing_of_the_stop_
         "machine_time": [1.0, 2.0, 4.0, 1.5, 2.5, 4.0],
         "mean_regret": [0.3, 0.04, 0.0, 0.2, 0.1, 0.0],
         "worst_regret": [1.0, 0.5, 0.0, 0.9, 0.4, 0.0],
-        "predicted_regret": 0.01, "predicted_regret_q95": [0.2, 0.04, 0.0, 0.1, 0.2, 0.0]})
+        "predicted_regret": 0.01, "predicted_regret_q95": [0.2, 0.04, 0.0, 0.01, 0.02, 0.0]})
     (got,) = report.table_rows(curve, table, "impi")
     assert got["cells_5pct"] == 24 and (got["cells_5pct_low"], got["cells_5pct_high"]) == (16, 32)
     assert got["time_5pct"] == 3.0 and got["reached"] == 2 and got["seeds"] == 2
     assert got["exhaustive_cells"] == 32 and got["cells_ratio"] == 24 / 32
-    # seed 0 fires at 16 cells (q95 0.04), seed 1 at 32: the median of the two
-    assert got["stop_cells"] == 24 and got["stop_mean_regret"] == pytest.approx(0.02)
+    # the rule holds two batches in a row at 32 cells for seed 0, at 16 for seed 1: the median
+    assert got["stop_cells"] == 24 and got["stop_mean_regret"] == pytest.approx(0.05)
     never = curve.assign(mean_regret=0.5, predicted_regret_q95=0.5)
     (row_,) = report.table_rows(never, table, "impi")
     assert row_["reached"] == 0 and math.isinf(row_["cells_5pct"]) and "stop_cells" not in row_
@@ -153,3 +153,9 @@ def test_bad_input_names_the_argument_the_value_and_what_was_expected(roots, cap
         "argument --batch: expected an integer, got 'x'")
     assert "argument --regret: not allowed with --verify" in error("other", "--regret",
                                                                      "--verify")
+
+
+def test_the_stopping_point_is_where_the_rule_held_two_batches_in_a_row():
+    curve = pd.DataFrame({"predicted_regret_q95": [0.2, 0.01, 0.3, 0.04, 0.02, 0.0]})
+    assert regret.fired(curve) == 4 and regret.fired(curve, rounds=1) == 1
+    assert regret.fired(curve.head(4)) is None

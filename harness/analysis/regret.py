@@ -359,6 +359,21 @@ def stop(curve_row, target: float = TARGET) -> bool:
     return bool(np.isfinite(upper) and upper < target)
 
 
+STOP_ROUNDS = 2  # the rule must hold after this many batches in a row: after the seed cells
+# alone a forest fitted on a few corners can be unanimous, and wrong, everywhere between them
+
+
+def fired(curve: pd.DataFrame, target: float = TARGET, rounds: int = STOP_ROUNDS) -> int | None:
+    """Position of the first row of ``curve`` where ``stop`` has held for ``rounds`` rows in a
+    row (the adaptive driver's stopping point); None when it never does."""
+    run = 0
+    for i, (_, row) in enumerate(curve.iterrows()):
+        run = run + 1 if stop(row, target) else 0
+        if run >= rounds:
+            return i
+    return None
+
+
 def reach(curve: pd.DataFrame, target: float = TARGET) -> dict | None:
     """The first cells count and machine time at which the mean regret is <= ``target``;
     None when the curve never gets there."""

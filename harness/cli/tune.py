@@ -6,7 +6,7 @@ with ``--regret``, the selection policies replayed against the campaign as groun
 from __future__ import annotations
 
 from .. import paths
-from ..campaign import tune, tune_verify
+from ..campaign import config, tune, tune_verify
 from ..results.view import STATISTICS
 from .args import campaign_args, int_at_least, load_campaign
 
@@ -45,10 +45,25 @@ def register(sub) -> None:
                    help="replays of the seeded policies (adaptive, random) per library; the "
                         "table gives the median and the range (default: %(default)s)")
     g.add_argument("--batch", type=int_at_least(1), default=None,
-                   help="cells measured per batch (default: --regret, a 25th of each "
-                        "library's cells, at least 4)")
+                   help="cells per batch: --regret, of each replay (default: a 25th of each "
+                        "library's cells, at least 4); --adaptive, measured per library and "
+                        "round (default: the config's tune.batch, else 8)")
     g.add_argument("--trees", type=int_at_least(1), default=None,
                    help="trees of the random-forest surrogate (default: 200)")
+    a = p.add_argument_group("adaptive tuning (--adaptive)")
+    a.add_argument("--adaptive", action="store_true",
+                   help="measure the config's native cells in rounds chosen by a surrogate "
+                        "(every forced algorithm and AUTO at every planned point) until its "
+                        "predicted regret is below 5 %% with 95 %% confidence or the budget is "
+                        "spent, into results/<campaign>/ (the campaign may differ from the "
+                        "config's), then write the tuning files; rerun to resume")
+    a.add_argument("--budget", type=int_at_least(1), default=None,
+                   help="at most this many cells per library (default: the config's tune.budget)")
+    a.add_argument("--profile", default=None,
+                   help="the Snakemake profile each round runs with, e.g. slurm")
+    a.add_argument("--no-close", dest="close", action="store_false",
+                   help="skip the closing round (AUTO and the predicted winner measured wherever "
+                        "either is missing, so that every rule stands on measurements)")
     p.set_defaults(func=cmd_tune)
 
 
@@ -57,6 +72,8 @@ def cmd_tune(args, parser) -> int:
     with --regret, the replayed regret curves instead."""
     if args.regret:
         return cmd_regret(args, parser)
+    if args.adaptive:
+        return cmd_adaptive(args, parser)
     try:
         docs = tune.tune(paths.results_root(), args.campaign, statistic=args.statistic)
     except tune.TuneError as exc:
@@ -98,4 +115,34 @@ def cmd_regret(args, parser) -> int:
         parser.error(f"argument campaign: {args.campaign}: {exc}")
     for path in written:
         print(path)
+    return 0
+
+
+def cmd_adaptive(args, parser) -> int:
+    """The adaptive driver (harness/campaign/adaptive.py), then the tuning files."""
+    if args.verify:
+        parser.error("argument --adaptive: not allowed with --verify (run `harness tune "
+                     f"{args.campaign} --verify` after it)")
+    path = args.configfile or str(config.DEFAULT_CONFIG)
+    try:
+        cfg = config.load(path)
+    except config.ConfigError as exc:
+        parser.error(f"argument --configfile: {exc}")
+    settings = cfg.tune or {}
+    budget = args.budget or settings.get("budget")
+    if budget is None:
+        parser.error(f"argument --budget: required with --adaptive: the cells per library to "
+                     f"measure at most (or tune.budget in {path})")
+    batch = args.batch or settings.get("batch") or 8
+    from ..campaign import adaptive  # imports scikit-learn: only here
+
+    options = {} if args.trees is None else {"trees": args.trees}
+    try:
+        driver = adaptive.Driver(path, args.campaign, budget, batch, profile=args.profile,
+                                 close=args.close, log=lambda line: print(line, flush=True),
+                                 **options)
+        driver.run()
+    except tune.TuneError as exc:
+        parser.error(f"argument --configfile: {exc}" if str(exc).startswith(path)
+                     else str(exc))
     return 0

@@ -13,7 +13,8 @@ Outputs:
 - ``tables/regret.{md,tex,csv}``: per library and policy, the cells and machine time at which
   the mean regret first reaches 5 % (median over the seeds, with the range), the exhaustive
   campaign's cells and time, their ratio, and for the adaptive policy where its stopping rule
-  (``regret.stop``: predicted regret below 5 % with 95 % confidence) fired; for Intel MPI, the
+  (``regret.fired``: predicted regret below 5 % with 95 % confidence after two batches in a
+  row) fired; for Intel MPI, the
   autotuner's own regret, calls and time where the summary holds ``native:autotuner`` cells;
 - ``tables/regret_curve.csv``: every replay's curve (one row per batch);
 - ``tables/regret_generalisation.{md,tex,csv}``: the surrogate trained on every cell but those
@@ -54,7 +55,7 @@ CAPTION = ("Cells measured and machine time (sum of repetitions x mean) until th
            "choice is within 5 % of the exhaustive BEST on average over every point, per policy "
            "replayed against the exhaustive campaign: median over the seeds [min, max]; "
            "ratio = median / exhaustive. Stop: where the adaptive stopping rule (predicted regret "
-           "below 5 % with 95 % confidence) fired, and the true regret there. Intel MPI "
+           "below 5 % with 95 % confidence after two batches in a row) fired, and the true regret there. Intel MPI "
            "autotuner: its own regret at the points it was measured, by its calls (warm-up "
            "included) and their time.")
 GENERALISATION_CAPTION = ("Regret of the surrogate's choice at a held-out P (or node count), "
@@ -154,9 +155,9 @@ def table_rows(curves: pd.DataFrame, table: pd.DataFrame, library: str,
             got = regret.reach(curve)
             cells.append(got["cells"] if got else math.inf)
             times.append(got["machine_time"] if got else math.inf)
-            fired = curve[[regret.stop(r) for _, r in curve.iterrows()]]
-            if len(fired):
-                stops.append(fired.iloc[0])
+            at = regret.fired(curve)
+            if at is not None:
+                stops.append(curve.iloc[at])
         c, t = spread(cells), spread(times)
         row = {"library": library, "policy": name, "seeds": int(group["seed"].nunique()),
                "reached": int(np.isfinite(cells).sum()),
@@ -321,9 +322,9 @@ def figure(curves: pd.DataFrame, table: pd.DataFrame, library: str, path,
                                     color=color, alpha=0.15, step="post", lw=0)
             if name == "adaptive":
                 for _, curve in group.groupby("seed", sort=True):
-                    fired = curve[[regret.stop(r) for _, r in curve.iterrows()]]
-                    if len(fired):
-                        r = fired.iloc[0]
+                    at = regret.fired(curve)
+                    if at is not None:
+                        r = curve.iloc[at]
                         ax.plot(r[x], max(r["mean_regret"], FLOOR), marker="v", ms=7, ls="none",
                                 color=color, markeredgecolor="k", zorder=5)
         ax.axhline(regret.TARGET, color="0.3", lw=0.8, ls=":")
