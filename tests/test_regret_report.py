@@ -153,6 +153,8 @@ def test_bad_input_names_the_argument_the_value_and_what_was_expected(roots, cap
         "argument --batch: expected an integer, got 'x'")
     assert "argument --regret: not allowed with --verify" in error("other", "--regret",
                                                                      "--verify")
+    assert "argument --regret: not allowed with --adaptive" in error("other", "--regret",
+                                                                       "--adaptive")
 
 
 def test_the_stopping_point_is_where_the_rule_held_two_batches_in_a_row():

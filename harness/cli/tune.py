@@ -96,9 +96,10 @@ def cmd_tune(args, parser) -> int:
 
 def cmd_regret(args, parser) -> int:
     """The regret curves, table and generalisation of ``--regret``, paths printed."""
-    if args.verify:
-        parser.error("argument --regret: not allowed with --verify (--regret replays the "
-                     "campaign's results and measures nothing)")
+    if args.verify or args.adaptive:
+        parser.error(f"argument --regret: not allowed with "
+                     f"{'--verify' if args.verify else '--adaptive'} (--regret replays the "
+                     f"campaign's results and measures nothing)")
     try:
         summary = tune.load(paths.results_root(), args.campaign, statistic=args.statistic)
     except tune.TuneError as exc:
