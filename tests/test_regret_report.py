@@ -161,3 +161,37 @@ def test_the_stopping_point_is_where_the_rule_held_two_batches_in_a_row():
     curve = pd.DataFrame({"predicted_regret_q95": [0.2, 0.01, 0.3, 0.04, 0.02, 0.0]})
     assert regret.fired(curve) == 4 and regret.fired(curve, rounds=1) == 1
     assert regret.fired(curve.head(4)) is None
+
+
+def test_compare_sets_two_tunings_side_by_side_at_the_truths_points(roots, capsys):
+    import json
+
+    from harness.tuning import Rule, Table
+
+    results, _ = roots
+    summary = small_summary()
+    store(results, summary)
+    table = regret.truth(summary, "mpich")
+    best = table.drop_duplicates(regret.POINT)
+    # the truth's file: BEST everywhere at P = 2; the other: ring at every size of P = 2
+    rules = [Rule(2, 2, int(s), int(s) + 1, a.split(":", 1)[1])
+             for s, a in best[best["procs"] == 2][["size", "best_algorithm"]].itertuples(index=False)]
+    for campaign, tab in (("truth", Table("mpich", tuple(rules))),
+                          ("ad", Table("mpich", (Rule(2, 2, 1, None, "ring"),)))):
+        (results / campaign / "tuning").mkdir(parents=True, exist_ok=True)
+        (results / campaign / "tuning" / "mpich.json").write_text(
+            json.dumps({"table": tab.to_dict()}))
+    assert main(["tune", "ad", "--compare", "truth"]) == 0
+    out = capsys.readouterr().out
+    got = pd.read_csv(results / "ad" / "tables" / "tuning_vs_truth.csv")
+    assert list(got.columns) == report.COMPARE_COLUMNS and len(got) == 24  # the truth's points
+    p2 = got[got["procs"] == 2]
+    assert (p2["exhaustive_regret"] == 0).all() and (p2["other"] == "native:ring").all()
+    ring_best = p2["exhaustive"] == "native:ring"
+    assert p2["same"].tolist() == ring_best.tolist() and p2.loc[ring_best, "cost"].isna().all()
+    assert (p2.loc[~ring_best, "cost"] > 0).all()
+    assert (got.loc[got["procs"] != 2, ["exhaustive", "other"]] == "native:auto").all().all()
+    assert f"mpich: the same algorithm at {int(got['same'].sum())} of 24 points" in out
+    with pytest.raises(SystemExit):
+        main(["tune", "truth", "--compare", "nope"])
+    assert "argument --compare: campaign 'nope' has no results" in capsys.readouterr().err

@@ -50,6 +50,11 @@ def register(sub) -> None:
                         "round (default: the config's tune.batch, else 8)")
     g.add_argument("--trees", type=int_at_least(1), default=None,
                    help="trees of the random-forest surrogate (default: 200)")
+    g.add_argument("--compare", metavar="TRUTH", default=None,
+                   help="instead of tuning: set this campaign's tuning files against those of "
+                        "the exhaustive campaign TRUTH at every point TRUTH measured (the "
+                        "algorithm each runs, their regret and the cost where they differ); "
+                        "writes tables/tuning_vs_TRUTH.*")
     a = p.add_argument_group("adaptive tuning (--adaptive)")
     a.add_argument("--adaptive", action="store_true",
                    help="measure the config's native cells in rounds chosen by a surrogate "
@@ -72,6 +77,8 @@ def cmd_tune(args, parser) -> int:
     with --regret, the replayed regret curves instead."""
     if args.regret:
         return cmd_regret(args, parser)
+    if args.compare:
+        return cmd_compare(args, parser)
     if args.adaptive:
         return cmd_adaptive(args, parser)
     try:
@@ -146,4 +153,31 @@ def cmd_adaptive(args, parser) -> int:
     except tune.TuneError as exc:
         parser.error(f"argument --configfile: {exc}" if str(exc).startswith(path)
                      else str(exc))
+    return 0
+
+
+def cmd_compare(args, parser) -> int:
+    """``--compare TRUTH``: this campaign's tuning files against the exhaustive campaign's."""
+    root = paths.results_root()
+    try:
+        summary = tune.load(root, args.compare, statistic=args.statistic)
+    except tune.TuneError as exc:
+        parser.error(f"argument --compare: {exc}")
+    from ..report import regret  # imports matplotlib and scikit-learn: only here
+
+    try:
+        frame = regret.compare_tunings(summary, root / args.compare / "tuning",
+                                       root / args.campaign / "tuning")
+    except ValueError as exc:
+        parser.error(f"argument --compare: {exc}")
+    for library, group in frame.groupby("library"):
+        differ = group[~group["same"]]
+        print(f"{library}: the same algorithm at {int(group['same'].sum())} of {len(group)} "
+              f"points; mean regret {group['exhaustive_regret'].mean():.1%} (exhaustive) vs "
+              f"{group['other_regret'].mean():.1%} ({args.campaign})"
+              + (f"; where they differ, {args.campaign}'s choice costs "
+                 f"{differ['cost'].mean():+.1%} on average" if len(differ) else ""))
+    for path in regret.write_comparison(frame, root / args.campaign / "tables", args.compare,
+                                        args.campaign):
+        print(path)
     return 0
