@@ -6,7 +6,7 @@ from snakemake.exceptions import WorkflowError
 
 from harness.campaign.config import ConfigError
 from harness.campaign.workflow import Campaign
-from harness.report.registry import REPORTS, Facts
+from harness.report.registry import REPORTS, Facts, serial_import
 
 # `--configfile mine.yaml` runs that file alone: Snakemake would otherwise merge it into the
 # default config key by key (the default's experiments would run too)

@@ -96,7 +96,8 @@ def pytest_runtest_protocol(item, nextitem):
     try:
         return (yield)
     finally:
-        line = {"test": item.nodeid, "wall": round(time.monotonic() - began[0], 2),
+        line = {"test": item.nodeid, "worker": os.environ.get("PYTEST_XDIST_WORKER", "-"),
+                "ended": round(time.time(), 1), "wall": round(time.monotonic() - began[0], 2),
                 "cpu_self": round(cpu(resource.RUSAGE_SELF) - began[1], 2),
                 "cpu_children": round(cpu(resource.RUSAGE_CHILDREN) - began[2], 2)}
         with open(CPU_TRACE, "a") as fh:

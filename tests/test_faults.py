@@ -6,6 +6,7 @@ is lost or measured twice, that the report is built and that `harness check` hol
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -377,9 +378,36 @@ def test_full_or_read_only_results_file_system(tmp_path, small_fs, fault):
     _intact(res)
 
 
-def test_damaged_run_document_is_rebuilt_from_its_journal(tmp_path):
-    cfg = config(tmp_path, SMALL)
-    assert snakemake(tmp_path, cfg).returncode == 0
+@pytest.fixture(scope="module")
+def small_measured(tmp_path_factory):
+    """The SMALL campaign measured and reported once per test worker, and a copy of it as it
+    was then (modification times kept, so Snakemake finds it up to date)."""
+    base = tmp_path_factory.mktemp("small")
+    cfg = config(base, SMALL)
+    out = snakemake(base, cfg)
+    assert out.returncode == 0, out.stderr[-3000:]
+    pristine = tmp_path_factory.mktemp("small-pristine") / "copy"
+    shutil.copytree(base, pristine, symlinks=True)
+    return base, pristine
+
+
+@pytest.fixture
+def small_campaign(small_measured):
+    """The measured SMALL campaign, restored to its state just after the workflow (what an
+    earlier test damaged is put back): (directory the tests use as their tmp_path, config)."""
+    base, pristine = small_measured
+    shutil.rmtree(base)
+    shutil.copytree(pristine, base, symlinks=True)
+    return base, base / "config.yaml"
+
+
+# the tests that start from the measured SMALL campaign share one measurement per worker
+on_small = pytest.mark.xdist_group("faults-small")
+
+
+@on_small
+def test_damaged_run_document_is_rebuilt_from_its_journal(small_campaign):
+    tmp_path, cfg = small_campaign
     docs = sorted((store(tmp_path) / "runs").glob("*.json"))
     good = docs[0].read_text()
     docs[0].write_text(good[: len(good) // 2])  # truncated, as by a crash without rename
@@ -403,9 +431,9 @@ def test_damaged_run_document_is_rebuilt_from_its_journal(tmp_path):
     check_ok(tmp_path, cfg)
 
 
-def test_check_names_every_inconsistency(tmp_path):
-    cfg = config(tmp_path, SMALL)
-    assert snakemake(tmp_path, cfg).returncode == 0
+@on_small
+def test_check_names_every_inconsistency(small_campaign):
+    tmp_path, cfg = small_campaign
     check_ok(tmp_path, cfg)
     res = store(tmp_path)
     s = pd.read_csv(res / "summary.csv")
@@ -428,9 +456,9 @@ def test_check_names_every_inconsistency(tmp_path):
         assert needle in text, f"{needle!r} not in:\n{text}"
 
 
-def test_damaged_raw_file_is_named_and_measured_again(tmp_path):
-    cfg = config(tmp_path, SMALL)
-    assert snakemake(tmp_path, cfg).returncode == 0
+@on_small
+def test_damaged_raw_file_is_named_and_measured_again(small_campaign):
+    tmp_path, cfg = small_campaign
     raw = sorted((store(tmp_path) / "raw").glob("*.parquet"))[0]
     raw.write_bytes(raw.read_bytes()[:100])
     out = harness_cmd(tmp_path, "check", "wf", "--configfile", str(cfg))

@@ -230,6 +230,14 @@ def test_real_pingpong_run_is_fitted_end_to_end(results_root, tmp_path):
     # a zero-beta fit is a valid outcome (test_a_fit_with_zero_beta_draws_every_figure)
     assert pp["alpha"] >= 0 and pp["beta"] >= 0 and doc["gamma"] > 0
     assert doc["provenance"]["gamma_from"]["dtype"] == "float32"
+    if pp["beta"] == 0:  # no bandwidth, so no R_b = 1/beta: the fit says so, and keeps the rest
+        assert "the fitted beta at level node is 0" in doc["provenance"]["maxrate_error"], doc
+        assert "maxrate" not in doc
+        out = harness("model", "smp", "--params", store.dir / "model_params.json", "--nodes",
+                      "2", "--ppn", "2", "--size", "64KiB")
+        assert out.returncode != 0, out.stdout
+        assert "no 'maxrate' section (its fit failed" in out.stderr and "beta" in out.stderr
+        return
     fb = doc["maxrate"]["provenance"]["fallbacks"]  # one machine: no network level
     assert fb["alpha, R_b"].startswith("network not measured")
     out = harness("model", "smp", "--params", store.dir / "model_params.json", "--nodes", "2",

@@ -57,9 +57,11 @@ class MaxRateParams:
         if "maxrate" in doc:
             doc = {k: v for k, v in doc["maxrate"].items() if k != "provenance"}
         elif "ab" in doc:
-            raise ValueError("this parameter file has no 'maxrate' section (it was fitted from "
-                             "a campaign without ping-pong cells); expected keys: "
-                             + ", ".join(f.name for f in fields(cls)))
+            failed = (doc.get("provenance") or {}).get("maxrate_error")
+            why = (f"its fit failed: {failed}" if failed else
+                   "it was fitted from a campaign without ping-pong cells")
+            raise ValueError(f"this parameter file has no 'maxrate' section ({why}); expected "
+                             "keys: " + ", ".join(f.name for f in fields(cls)))
         names = [f.name for f in fields(cls)]
         unknown = sorted(set(doc) - set(names))
         if unknown:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -26,6 +27,21 @@ from ..analysis.guidelines import MOCK_UPS
 SUMMARY = "SUMMARY_CSV TABLES_DIR FIGURES_DIR"
 TABLE_FORMATS = ("md", "tex", "csv")
 FIGURE_FORMATS = ("png", "pdf")
+
+
+_IMPORTING = threading.Lock()
+
+
+def serial_import(module: str):
+    """``importlib.import_module(module)``, one at a time in this process, matplotlib first.
+    Snakemake runs local rules' ``run:`` blocks as threads of its own process: two report
+    rules importing matplotlib at once left one of them with a half-initialised module
+    (``module 'matplotlib' has no attribute 'get_data_path'``, a CI run of the Slurm paper
+    campaign)."""
+    with _IMPORTING:
+        import matplotlib.pyplot  # noqa: F401
+
+        return importlib.import_module(module)
 
 
 @dataclass(frozen=True)
@@ -96,7 +112,7 @@ class Report:
         return self.rule or f"report_{self.name}"
 
     def load(self):
-        return getattr(importlib.import_module(f"harness.report.{self.module}"), self.function)
+        return getattr(serial_import(f"harness.report.{self.module}"), self.function)
 
     def outputs(self, tables_dir: str, figures_dir: str, facts: Facts,
                 experiment: str | None = None) -> list[str]:

@@ -16,7 +16,7 @@ rule report_page:
     output:
         RES + "/report/index.html",
     run:
-        from harness.report.page import make_page
+        make_page = serial_import("harness.report.page").make_page
 
         given = [str(p) for p in (workflow.overwrite_configfiles or [])]
         make_page(CAMPAIGN, output[0], RES + "/tables", FIG,

@@ -12,7 +12,7 @@ rule fit_params:
     output:
         RES + "/model_params.json",
     run:
-        from harness.analysis import netparams
+        netparams = serial_import("harness.analysis.netparams")
 
         try:
             doc = netparams.write(input[0], output[0], campaign=CAMPAIGN.cfg.campaign)
