@@ -26,7 +26,8 @@ from ..libraries import get_library
 from ..results import store as results
 from .clocksync import LaunchClock
 from .counting import record_counts
-from .launch import init_mpi, launch_provenance, oversubscribed, resume, write_raw
+from .launch import init_mpi, launch_provenance, node_name, oversubscribed, resume, write_raw
+from .placement import CellPlacement
 from .timing import ARRIVAL, EXTRA, FINISH, IN_CELL, OFFSET, VERIFIED, TimedCell
 
 METRICS = ("mean", "max", "min", "span")
@@ -263,11 +264,13 @@ def run(spec_path: str) -> int:
     clock = LaunchClock(comm)  # rank 0's clock on every rank (clocksync.py)
     if rank == 0 and done:
         print(f"resuming run {spec['run_id']}: {len(done)} cell(s) already measured", flush=True)
+    host = node_name()
     for _, cell_dict in todo:
         cell = Cell.from_dict(cell_dict)
         # seeded by the cell, not its place in the run: a replay with `harness run` draws
         # the same delays as the campaign did
         seed = int(spec.get("seed", 0)) + int(cell.cell_id[1:9], 16)
+        placed = CellPlacement()  # where each rank runs (placement.py)
         try:
             clock.refresh(comm)
             entry, raw = measure_cell(comm, cell, settings, seed, oversubscribed=crowded,
@@ -278,7 +281,9 @@ def run(spec_path: str) -> int:
             entry, raw = {"cell_id": cell.cell_id, "cell": cell.to_dict(), "status": "failed",
                           "error": f"{type(exc).__name__}: {exc}", "stats": {},
                           "converged": False, "finished": results.now()}, None
+        where = placed.finish(comm, host)
         if rank == 0:
+            entry["placement"] = where
             doc["cells"].append(entry)
             if raw:
                 raw_parts.append(fileio.arrow_table(raw))

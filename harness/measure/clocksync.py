@@ -38,6 +38,8 @@ import time
 
 import numpy as np
 
+from .launch import node_name
+
 SKEW = "HARNESS_CLOCK_SKEW"
 ROUNDS, BATCHES, SPAN = 12, 5, 0.05
 MIN_SPAN = 1.0  # seconds the batches must span before a drift is fitted
@@ -86,7 +88,6 @@ class LaunchClock:
     """The launch's common clock; ``now()`` is this rank's estimate of rank 0's host clock."""
 
     def __init__(self, comm):
-        from mpi4py import MPI
 
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
         skew = injected_skew(self.rank)
@@ -96,7 +97,7 @@ class LaunchClock:
         else:
             off, drift = skew
             self.host = lambda: (lambda t: t + off + drift * (t - t0))(time.time())
-        nodes = comm.allgather(os.environ.get("SLURMD_NODENAME") or MPI.Get_processor_name())
+        nodes = comm.allgather(node_name())
         skewed = bool(os.environ.get(SKEW, "").strip())
         self.synchronised = len(set(nodes)) > 1 or skewed
         self.model = (0.0, 0.0)

@@ -22,12 +22,17 @@ from ..cells import THREAD_LEVELS
 ENV_PREFIXES = ("OMPI_", "MPIR_CVAR_", "I_MPI_", "SLURM_", "MPI4PY_", "PMI_", "HYDRA_", "HARNESS_")
 
 
-def oversubscribed(comm) -> bool:
-    """More ranks on some node than it has cores (collective; the same answer everywhere)."""
+def node_name() -> str:
+    """The node this rank runs on: Slurm's name for it when there is one (several slurmd can
+    share a host name), else the MPI processor name."""
     from mpi4py import MPI
 
-    nodes = comm.allgather((os.environ.get("SLURMD_NODENAME") or MPI.Get_processor_name(),
-                            os.cpu_count() or 1))
+    return os.environ.get("SLURMD_NODENAME") or MPI.Get_processor_name()
+
+
+def oversubscribed(comm) -> bool:
+    """More ranks on some node than it has cores (collective; the same answer everywhere)."""
+    nodes = comm.allgather((node_name(), os.cpu_count() or 1))
     count: dict = {}
     for node, cores in nodes:
         count[node] = count.get(node, 0) + 1
@@ -39,9 +44,7 @@ def launch_provenance(comm, spec: dict) -> dict:
     from mpi4py import MPI
 
     hosts = comm.gather(MPI.Get_processor_name(), root=0)
-    # Slurm nodes can share a host name (several slurmd on one machine), so the node each
-    # rank ran on is taken from Slurm when there is one
-    node_names = comm.gather(os.environ.get("SLURMD_NODENAME") or MPI.Get_processor_name(), root=0)
+    node_names = comm.gather(node_name(), root=0)
     # the cores of each rank's node, to tell oversubscribed runs (more ranks than cores)
     cores = comm.gather(os.cpu_count(), root=0)
     if comm.Get_rank() != 0:

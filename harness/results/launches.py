@@ -16,6 +16,12 @@ With R > 1 launches a cell's row therefore keeps:
   ``ci_method`` ``log-t``; ``stats.time_interval``);
 - ``launches_disagree``: true when the between-launch half-width exceeds the precision of the
   stopping rule, i.e. the launches do not agree on the mean to the precision asked for;
+- ``odd_launches``: with three launches or more, those whose mean lies more than ``ODD``
+  (25 %) from the median of the launch means, a mode of their own (JSON: launch, mean, and
+  where its ranks ran: ``shared_cpu``, ``involuntary_switches``, harness/measure/placement.py);
+  ``[]`` when none; empty with fewer launches, where no launch can be told odd;
+- ``shared_cpu`` / ``involuntary_switches``: any launch with two ranks on one CPU / the most
+  switches of any launch;
 - ``status``: ``wrong`` if any launch was wrong; else the worst failure if no launch gave a
   time; else ``ok`` when every launch converged and the launches agree, ``not-converged``
   otherwise. ``converged`` follows it.
@@ -46,7 +52,8 @@ def bus_bandwidth(algorithm: str, algbw, procs: int):
     return algbw * 2 * (procs - 1) / procs
 
 USABLE = ("ok", "not-converged")
-LAUNCH_COLUMNS = ["launches", "launch_means", "launches_disagree", "within_mean",
+ODD = 0.25  # a launch whose mean is this far from the launches' median is a mode of its own
+LAUNCH_COLUMNS = ["launches", "launch_means", "launches_disagree", "odd_launches", "within_mean",
                   "within_ci_low", "within_ci_high", "within_rel_halfwidth", "within_n"]
 
 
@@ -84,7 +91,10 @@ def combine(rows: list[dict], confidence: float = 0.95, precision: float = 0.025
     w_hw = math.sqrt(sum(h * h for h in within_hw)) / len(within_hw) if within_hw else math.nan
     base.update(
         launch=None, launches=k, launch_means=json.dumps([float(m) for m in means]),
-        launches_disagree=disagree,
+        launches_disagree=disagree, odd_launches=odd_launches(usable, means),
+        shared_cpu=any(r.get("shared_cpu") is True for r in usable),
+        involuntary_switches=max((r["involuntary_switches"] for r in usable
+                                  if _finite(r.get("involuntary_switches"))), default=None),
         within_mean=mean, within_ci_low=mean - w_hw, within_ci_high=mean + w_hw,
         within_rel_halfwidth=max(within_rel) if within_rel else math.nan,
         within_n=int(sum(int(r["n"]) for r in usable if _finite(r.get("n")))),
@@ -106,6 +116,20 @@ def combine(rows: list[dict], confidence: float = 0.95, precision: float = 0.025
         oversubscribed=any(bool(r.get("oversubscribed")) for r in usable),
     )
     return base
+
+
+def odd_launches(usable: list[dict], means) -> str | None:
+    """The launches whose mean lies more than ``ODD`` from the median launch mean, as JSON
+    (``[]`` for none); None with fewer than three launches."""
+    if len(means) < 3:
+        return None
+    middle = float(np.median(means))
+    odd = [{"launch": r.get("launch"), "mean": float(m),
+            "shared_cpu": r.get("shared_cpu") if isinstance(r.get("shared_cpu"), bool) else None,
+            "involuntary_switches": (int(r["involuntary_switches"])
+                                     if _finite(r.get("involuntary_switches")) else None)}
+           for r, m in zip(usable, means) if middle > 0 and abs(m - middle) / middle > ODD]
+    return json.dumps(odd)
 
 
 def _finite(x) -> bool:

@@ -32,11 +32,11 @@ STATUSES = ("ok", "wrong", "timeout", "failed", "not-converged")
 SUMMARY_COLUMNS = [
     "campaign", "cell_id", "run_id", "library", "library_version", "algorithm", "procs",
     "nodes", "size", "count", "dtype", "op", "delay", "max_delay", "late_rank", "params",
-    "thread_level", "timing", "buffers", "launch", "oversubscribed", "record", "metric", "n", "mean", "ci_low", "ci_high", "rel_halfwidth", "std", "median",
+    "thread_level", "timing", "buffers", "launch", "oversubscribed", "shared_cpu", "involuntary_switches", "record", "metric", "n", "mean", "ci_low", "ci_high", "rel_halfwidth", "std", "median",
     "median_ci_low", "median_ci_high", "min", "max", "normality_p", "p5", "p95", "outliers",
     "lag1", "effective_n", "ci_method", "t_rejected", "converged", "status",
     "error", "algbw", "busbw", "warmup", "seed", "host", "git_commit", "config_hash",
-    "finished", "launches", "launch_means", "launches_disagree", "within_mean",
+    "finished", "launches", "launch_means", "launches_disagree", "odd_launches", "within_mean",
     "within_ci_low", "within_ci_high", "within_rel_halfwidth", "within_n",
 ]
 
@@ -158,6 +158,11 @@ def summary_rows(doc: dict, settings: dict | None = None,
             "launch": doc.get("launch", 0),
             "launches_of": doc.get("launches_of", 1),
             "oversubscribed": over,
+            # where the ranks ran (harness/measure/placement.py): two on one CPU, and the
+            # most times the kernel took a rank's CPU during the cell
+            "shared_cpu": (entry.get("placement") or {}).get("shared_cpu"),
+            "involuntary_switches": max((entry.get("placement") or {}).get(
+                "involuntary_switches") or [None], key=lambda v: -1 if v is None else v),
             # what the algorithm chose or counted (SUARA2's grid, message counts, ...)
             "record": json.dumps(entry["record"], sort_keys=True) if entry.get("record") else None,
             "library_version": prov.get("library_version"),
