@@ -21,8 +21,10 @@ def test_the_family_is_registered():
 
 
 # Intel MPI at P = 5 (oversubscribed, 2 cores): reduce_bcast gave wrong int32 results at
-# elements 4096..4098 of 4099 on ranks 3 and 4 (sum and a user op), an open finding about the
-# library's Reduce/Bcast there; the bench records such a cell as `wrong`, never as a time.
+# elements 4096..4098 of 4099 on ranks 3 and 4. The fault is Intel MPI's MPI_Bcast alone: its
+# SHM-based algorithms 9-11 (which AUTO picks there) left stale data on some ranks in a plain
+# mpi4py loop too (docs/troubleshooting.md); the bench records such a cell `wrong`, never
+# timed. P = 4 is checked here.
 @pytest.mark.parametrize("library,procs,sweep", [("mpich", 7, "1-7"), ("openmpi", 5, "2,3,5"),
                                                   ("impi", 4, "2,3,4")])
 def test_mock_ups_are_correct(library, procs, sweep):
