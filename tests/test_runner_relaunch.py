@@ -66,3 +66,47 @@ def test_the_launcher_fault_is_retried_at_most_start_retries_times(tmp_path, mon
     calls, unfinished = _fake_launches(monkeypatch, [(134, GARBLED, True, False)] * n, spec)
     assert runner._execute(store, spec, None, None, None) == "failed"
     assert len(calls) == n and len(unfinished) == 1
+
+
+def _script(store, spec, body: str):
+    path = store.job_script(spec["run_id"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(body)
+
+
+FAULT_LINE = "slurmstepd-n2: error: mpi/pmi2: request not begin with 'cmd='"
+
+
+def test_a_launch_hung_after_a_launcher_fault_is_stopped_and_launched_again(tmp_path,
+                                                                             monkeypatch):
+    """The first launch says a pmi2 fault and then waits for ever, its journal standing still:
+    it is stopped LAUNCHER_STUCK seconds later and launched again, which completes."""
+    store, spec = _spec(tmp_path)
+    monkeypatch.setattr(runner, "LAUNCHER_STUCK", 1.0)
+    mark, run = tmp_path / "launched-once", tmp_path / "run.json"
+    _script(store, spec, f"""
+if [ -e {mark} ]; then echo '{{"status": "complete"}}' > {run}; exit 0; fi
+touch {mark}
+echo "{FAULT_LINE}" >&2
+exec sleep 600
+""")
+    assert runner._execute(store, spec, 120, None, None) == "complete"
+    log = store.log(spec["run_id"]).read_text()
+    assert "the launch hung after a launcher fault" in log and "launching again (2 of 3)" in log
+    assert json.loads(run.read_text())["provenance"]["start_attempts"] == 2
+
+
+def test_a_launch_that_goes_on_after_a_launcher_fault_is_left_alone(tmp_path, monkeypatch):
+    """A fault line, then the journal changes (the bench measures): the launch is not stopped
+    although it outlives LAUNCHER_STUCK."""
+    store, spec = _spec(tmp_path)
+    monkeypatch.setattr(runner, "LAUNCHER_STUCK", 0.5)
+    journal, run = spec["outputs"]["progress"], tmp_path / "run.json"
+    _script(store, spec, f"""
+echo "{FAULT_LINE}" >&2
+sleep 0.2; echo '{{}}' > {journal}; sleep 2
+echo '{{"status": "complete"}}' > {run}
+""")
+    assert runner._execute(store, spec, 120, None, None) == "complete"
+    assert "launching again" not in store.log(spec["run_id"]).read_text()
+    assert json.loads(run.read_text())["provenance"]["start_attempts"] == 1

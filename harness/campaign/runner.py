@@ -131,6 +131,11 @@ START_RETRIES = 2  # launches that died before the bench began, launched again t
 # from it and measures only the rest.
 LAUNCHER_FAULTS = ("mpi/pmi2: value not properly terminated", "mpi/pmi2: request not begin with")
 BENCH_REFUSED = 3  # harness.measure.bench's exit status when the launch cannot run the spec
+# A launch can also hang after such a fault (its ranks wait for ever on the PMI exchange the
+# fault garbled): once a launcher fault is said and the launch's journal has not changed for
+# LAUNCHER_STUCK seconds, it is stopped and launched again like one that died of the fault.
+LAUNCHER_STUCK = 30.0
+LAUNCHER_HUNG = 125  # the status recorded for a launch stopped that way
 
 
 def _execute(store, spec, timeout, stdout, stderr) -> str:
@@ -150,6 +155,12 @@ def _execute(store, spec, timeout, stdout, stderr) -> str:
         # MPI's start-up (a transient fault of the kind clusters have, e.g. a rank killed, a
         # PMI exchange garbled): it measured nothing, so it is launched again. The bench's
         # own refusals (thread level, rank count) exit BENCH_REFUSED and are not retried.
+        if rc == LAUNCHER_HUNG and attempt < START_RETRIES:
+            _say_relaunch(store, spec, f"the launch hung after a launcher fault (its journal "
+                                       f"stood still {LAUNCHER_STUCK:g} s after it); stopped; the "
+                                       f"finished cells are kept; launching again "
+                                       f"({attempt + 2} of {START_RETRIES + 1})")
+            continue
         if rc not in (0, BENCH_REFUSED) and attempt < START_RETRIES:
             if _stamp(Path(spec["outputs"]["progress"])) == journal:
                 _say_relaunch(store, spec, f"the launch died before measuring (status {rc}); "
@@ -216,13 +227,14 @@ def _launch(store, spec, timeout, stdout, stderr) -> tuple[int | None, str]:
     output says)."""
     tail = None
     if stderr is None:  # pass the script's stderr through, and keep its last lines for the record
-        stderr, tail = subprocess.PIPE, _Tail(sys.stderr, store.log(spec["run_id"]))
+        stderr, tail = subprocess.PIPE, _Tail(sys.stderr, store.log(spec["run_id"]),
+                                              Path(spec["outputs"]["progress"]))
     proc = subprocess.Popen(["bash", str(store.job_script(spec["run_id"]))], stdout=stdout,
                             stderr=stderr, start_new_session=True)
     if tail:
         tail.follow(proc.stderr)
     try:
-        rc = proc.wait(timeout=timeout)
+        rc = _wait(proc, timeout, tail, Path(spec["outputs"]["progress"]))
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         rc = None
@@ -237,6 +249,30 @@ def _launch(store, spec, timeout, stdout, stderr) -> tuple[int | None, str]:
     return rc, (tail.text() if tail else "")
 
 
+def _wait(proc, timeout, tail, journal: Path) -> int:
+    """The launch's exit status; TimeoutExpired past ``timeout``; ``LAUNCHER_HUNG`` (the launch
+    stopped) when the launcher said a fault and the journal stood still ``LAUNCHER_STUCK``
+    seconds after it."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        step = 1.0 if deadline is None else min(1.0, deadline - time.monotonic())
+        try:
+            return proc.wait(timeout=max(step, 0.01))
+        except subprocess.TimeoutExpired:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise
+        said = tail.fault if tail else None
+        if said is None:
+            continue
+        seen, stamp = said
+        if _stamp(journal) != stamp:  # measuring went on after the fault
+            tail.fault = None
+        elif time.monotonic() - seen >= LAUNCHER_STUCK:
+            _kill_group(proc)
+            proc.wait()
+            return LAUNCHER_HUNG
+
+
 class _Tail:
     """Copies a child's stderr to ``sink`` and to ``log`` line by line, and keeps what a failed
     run's record should say: the first lines that look like an error and the last lines (the
@@ -245,8 +281,9 @@ class _Tail:
     FIRST, LAST, CHARS = 3, 6, 900
     ERRORISH = ("error", "fatal", "abort", "traceback", "exception", "assert", "killed", "signal")
 
-    def __init__(self, sink, log: Path):
-        self.sink, self.log, self.thread = sink, log, None
+    def __init__(self, sink, log: Path, journal: Path | None = None):
+        self.sink, self.log, self.thread, self.journal = sink, log, None, journal
+        self.fault = None  # (when, journal stamp then) of the last launcher fault said
         self.first: list[str] = []
         self.last: collections.deque = collections.deque(maxlen=self.LAST)
 
@@ -274,6 +311,8 @@ class _Tail:
                 line = line.strip()
                 if not line:
                     continue
+                if self.journal is not None and any(f in line for f in LAUNCHER_FAULTS):
+                    self.fault = (time.monotonic(), _stamp(self.journal))
                 if len(self.first) < self.FIRST and any(w in line.lower() for w in self.ERRORISH):
                     self.first.append(line)
                 self.last.append(line)
