@@ -257,6 +257,9 @@ nodes_idle() {
   out=$(sinfo -h -N -o '%N %t' 2>/dev/null | sort -u)
   [ "$(grep -c ' idle$' <<<"$out")" -eq ${#NODES[@]} ]
 }
+# jobs an earlier, interrupted run of the suite left on this cluster (it is the tests' own):
+# they would hold the nodes the smoke job and the tests need
+scancel --quiet --user "$(id -un)" 2>/dev/null || true
 end=$((SECONDS + WAIT))
 until nodes_idle; do
   # a node left drained/down by an earlier run: put it back in service
