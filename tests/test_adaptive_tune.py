@@ -180,7 +180,7 @@ def test_bad_input_names_the_argument(tmp_path, results, capsys):
          "--directory", str(tmp_path / "work"), "--configfile", str(adaptive_cfg), "-n"],
         env=env_for(tmp_path), capture_output=True, text=True, timeout=300, cwd=REPO)
     assert out.returncode != 0
-    assert "tune.mode is adaptive: run `harness tune mode --adaptive" in out.stderr
+    assert "tune.mode is adaptive: run `harness tune mode --adaptive" in out.stdout + out.stderr
 
 
 def run_docs(root):
