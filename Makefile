@@ -17,12 +17,12 @@ help:
 
 setup: $(STAMP) mpi
 
-# the virtual environment with the harness (editable) and its dependencies; --no-compile:
-# a module's bytecode is written when it is first imported, not for every file of every
-# package at install (torch's alone took a minute of the two the install took)
+# the virtual environment with the harness (editable) and its dependencies; pip compiles
+# their bytecode at install (with PYTHONDONTWRITEBYTECODE set, as on some machines, nothing
+# would be compiled later and every process would compile what it imports, every time)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --no-compile --disable-pip-version-check -e '.[test,dnn]'
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test,dnn]'
 	touch $@
 
 # the MPI libraries of harness/data/libraries.yaml, each in its own prefix under .mpi/
