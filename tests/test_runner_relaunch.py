@@ -5,12 +5,19 @@ began is recorded as failed, not hidden by a relaunch."""
 
 import json
 
+import pytest
+
 from harness.campaign import runner
 from harness.results import store as results
 
 GARBLED = ("slurmstepd-n1: error: mpi/pmi2: value not properly terminated in client request | "
            "MPIDI_UCX_comm_addr_exchange(159): Shared memory error | srun: error: n1: task 0: "
            "Aborted")
+
+
+@pytest.fixture(autouse=True)
+def _short_pause(monkeypatch):
+    monkeypatch.setattr(runner, "RELAUNCH_PAUSE", 0.01)  # its length is not checked here
 
 
 def _spec(tmp_path):
@@ -48,7 +55,7 @@ def test_a_garbled_pmi_exchange_after_measuring_began_is_launched_again(tmp_path
     assert runner._execute(store, spec, None, None, None) == "complete"
     assert calls == [134, 0] and not unfinished
     log = store.log(spec["run_id"]).read_text()
-    assert "the launcher failed after measuring began" in log and "launching again (2 of 3)" in log
+    assert "the launcher failed after measuring began" in log and f"launching again (2 of {runner.START_RETRIES + 1})" in log
     assert json.loads((tmp_path / "run.json").read_text())["provenance"]["start_attempts"] == 2
 
 
@@ -92,7 +99,7 @@ exec sleep 600
 """)
     assert runner._execute(store, spec, 120, None, None) == "complete"
     log = store.log(spec["run_id"]).read_text()
-    assert "the launch hung after a launcher fault" in log and "launching again (2 of 3)" in log
+    assert "the launch hung after a launcher fault" in log and f"launching again (2 of {runner.START_RETRIES + 1})" in log
     assert json.loads(run.read_text())["provenance"]["start_attempts"] == 2
 
 

@@ -124,7 +124,10 @@ def execute(store: results.CampaignStore, spec: dict, timeout: float | None = No
         return _execute(store, spec, timeout, stdout, stderr)
 
 
-START_RETRIES = 2  # launches that died before the bench began, launched again this many times
+START_RETRIES = 4  # launches that died before the bench began, launched again this many times
+# seconds before the k-th relaunch: RELAUNCH_PAUSE * 2**(k-1) (a garbled PMI exchange struck
+# three launches of one run in a row, 0.7 s apart, on the CI's two slurmd on one host)
+RELAUNCH_PAUSE = 1.0
 # The launcher's own faults after the bench began: Slurm's pmi2 plugin receiving a garbled
 # request (seen with two slurmd on one host under load) kills the launch in the middle of a
 # communicator's creation. The journal keeps every finished cell, so a launch again resumes
@@ -143,6 +146,8 @@ def _execute(store, spec, timeout, stdout, stderr) -> str:
         signal.signal(signal.SIGTERM, _interrupt)
     deadline = None if timeout is None else time.monotonic() + timeout
     for attempt in range(START_RETRIES + 1):
+        if attempt:
+            time.sleep(RELAUNCH_PAUSE * 2 ** (attempt - 1))
         left = None if deadline is None else max(1.0, deadline - time.monotonic())
         journal = _stamp(Path(spec["outputs"]["progress"]))
         rc, said = _launch(store, spec, left, stdout, stderr)
