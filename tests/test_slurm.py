@@ -201,7 +201,10 @@ def test_node_set_down_mid_run_then_back_and_rerun(tmp_path):
     deadline = time.time() + 300
     while time.time() < deadline and not measuring() and proc.poll() is None:
         time.sleep(0.1)
-    assert measuring(), "the slow run never started measuring"
+    if not measuring():
+        proc.kill()
+        raise AssertionError("the slow run never started measuring; the workflow printed:\n"
+                             + proc.communicate(timeout=60)[0][-4000:])
     try:
         down = subprocess.run(["scontrol", "update", "nodename=n2", "state=down",
                                "reason=harness fault test"], capture_output=True, text=True)
