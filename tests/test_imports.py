@@ -66,6 +66,10 @@ def test_no_module_imports_itself_through_others():
 LAZY = {
     ("harness.cli.", "harness.report"): "matplotlib and pandas, for the commands that draw",
     ("harness.cli.tune", "harness.campaign.adaptive"): "scikit-learn, for the adaptive tuning only",
+    ("harness.cli.args", "harness.campaign.workflow"): "pandas (the confirmation's BEST), which "
+                                                       "`harness exec` does without",
+    ("harness.campaign.plan", "harness.campaign.tune"): "pandas, for native:tuned only (every "
+                                                        "`harness exec` plans)",
     ("harness.", "harness.dnn.models"): "torch, for the dnn extra only",
     ("harness.", "harness.dnn.cnn"): "torch, for the SGD training program only",
     ("harness.algorithms.suara", "harness.models"): "the cost models: every rank of every launch "
@@ -141,3 +145,27 @@ def test_every_module_is_under_500_lines():
     sizes = {str(p.relative_to(base)): len(p.read_text().splitlines()) for p in base.rglob("*.py")}
     assert len(sizes) > 50
     assert {p: n for p, n in sizes.items() if n >= 500} == {}
+
+
+def test_each_command_parses_with_its_own_group_and_exec_starts_light():
+    """``harness <command>`` imports only its command group (COMMANDS names them all, as the
+    full parser registers them); ``harness exec``, run once per run of every campaign, loads
+    neither pandas, scipy nor matplotlib."""
+    import subprocess
+    import sys
+
+    from harness.cli import COMMANDS, build_parser
+
+    def commands(parser):
+        return set(parser._subparsers._group_actions[0].choices)
+
+    everything = {c for names in COMMANDS.values() for c in names}
+    assert commands(build_parser()) == everything
+    for name in everything:
+        assert name in commands(build_parser(name))
+    assert commands(build_parser("exec")) == {"plan", "exec"}
+    probe = ("import sys; from harness.cli import build_parser; build_parser('exec'); "
+             "print(sorted(m for m in ('pandas', 'scipy', 'matplotlib', 'sklearn') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", out.stdout

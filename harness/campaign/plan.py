@@ -12,7 +12,6 @@ from ..dnn import workload
 from ..errors import ConfigError
 from ..libraries import get_library
 from ..measure.buffers import check as check_buffers
-from . import tune
 
 
 def expand_algorithms(patterns, lib, where: str) -> list[str]:
@@ -123,6 +122,8 @@ def launch_env(lib, algorithm: str, params: tuple = ()) -> tuple:
         if not campaign:
             raise KeyError("native:tuned needs the parameter tuning=<campaign>: the campaign "
                            "whose `harness tune` files load")
+        from . import tune  # pandas: only for native:tuned (not on every `harness exec`)
+
         return tuple(sorted(tune.environment(paths.results_root(), str(campaign),
                                              lib.name).items()))
     if algorithm.startswith("native:"):

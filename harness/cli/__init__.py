@@ -14,29 +14,41 @@ argument types and the campaign loading are ``args.py``.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
 from .. import __version__
-from . import campaign, dnn, installation, models, run, store, tune
 from .args import OneLineErrorParser
 
-# in the order `harness --help` lists the commands
-COMMAND_GROUPS = (run, campaign, models, store, tune, installation, dnn)
+# the command groups in the order `harness --help` lists them, and the commands each adds
+COMMANDS = {
+    "run": ("run",),
+    "campaign": ("plan", "exec"),
+    "models": ("model", "fit"),
+    "store": ("status", "check", "retry"),
+    "tune": ("tune",),
+    "installation": ("algorithms", "install", "doctor"),
+    "dnn": ("dnn",),
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``harness`` parser; given a known ``command``, with only that command's group,
+    whose module alone is imported (``harness exec``, once per run of a campaign, then starts
+    without pandas, scipy and matplotlib)."""
     parser = OneLineErrorParser(prog="harness", description="Allreduce experiment harness: measure and "
                                 "compare MPI allreduce algorithms across libraries, P, sizes and delays.")
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineErrorParser)
-    for group in COMMAND_GROUPS:
-        group.register(sub)
+    groups = [g for g, names in COMMANDS.items() if command in names] or list(COMMANDS)
+    for group in groups:
+        importlib.import_module(f"{__name__}.{group}").register(sub)
     return parser
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv[0] if argv else None)
     # `harness retry <c> -- <snakemake arguments>`: what follows -- goes to snakemake
     passthrough = []
     if argv[:1] == ["retry"] and "--" in argv:

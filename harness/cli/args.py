@@ -10,7 +10,6 @@ from pathlib import Path
 import yaml
 
 from ..campaign import config
-from ..campaign.workflow import Campaign
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
@@ -67,6 +66,8 @@ def probability(text):
 def load_campaign(configfile, name: str, parser, arg: str):
     """The ``harness.campaign.workflow.Campaign`` of ``configfile`` (default config/experiments.yaml),
     which must define campaign ``name``; else a one-line error naming ``arg``."""
+    from ..campaign.workflow import Campaign  # pandas, which `harness exec` does without
+
     path = Path(configfile or config.DEFAULT_CONFIG)
     try:
         with open(path) as fh:
