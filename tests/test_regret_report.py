@@ -195,3 +195,18 @@ def test_compare_sets_two_tunings_side_by_side_at_the_truths_points(roots, capsy
     with pytest.raises(SystemExit):
         main(["tune", "truth", "--compare", "nope"])
     assert "argument --compare: campaign 'nope' has no results" in capsys.readouterr().err
+
+
+def test_campaign_noise_is_how_far_apart_two_campaigns_time_the_same_cells():
+    truth = pd.DataFrame({"library": ["mpich"] * 4 + ["impi"], "cell_id": ["a", "b", "c", "d", "e"],
+                          "status": ["ok", "ok", "not-converged", "failed", "ok"],
+                          "mean": [1.0, 2.0, 4.0, 1.0, 1.0]})
+    other = pd.DataFrame({"library": ["mpich"] * 4, "cell_id": ["a", "b", "c", "d"],
+                          "status": ["ok", "ok", "ok", "ok"], "mean": [1.1, 1.0, 4.0, 9.0]})
+    got = report.campaign_noise(truth, other)
+    assert list(got.columns) == report.NOISE_COLUMNS
+    (row,) = got.itertuples(index=False)  # impi: no cell in both; d: failed in the truth
+    assert (row.library, row.cells) == ("mpich", 3)
+    assert row.median_change == pytest.approx(0.1)  # |1.1/1 - 1|, |1/2 - 1|, |4/4 - 1|
+    assert row.p90_change == pytest.approx(0.5 - 0.2 * 0.4)  # between 0.1 and 0.5
+    assert report.campaign_noise(truth, other.iloc[:0]).empty

@@ -177,6 +177,15 @@ def cmd_compare(args, parser) -> int:
               f"{group['other_regret'].mean():.1%} ({args.campaign})"
               + (f"; where they differ, {args.campaign}'s choice costs "
                  f"{differ['cost'].mean():+.1%} on average" if len(differ) else ""))
+    try:  # how far apart the two campaigns' times of the same cells are: the noise floor
+        noise = regret.campaign_noise(summary, tune.load(root, args.campaign,
+                                                         statistic=args.statistic))
+    except tune.TuneError:  # tuning files without a summary of their own
+        noise = regret.campaign_noise(summary, summary.iloc[:0])
+    for row in noise.itertuples(index=False):
+        print(f"{row.library}: the {row.cells} cells both campaigns timed differ by "
+              f"{row.median_change:.1%} (median; 90th percentile {row.p90_change:.1%}): "
+              f"regrets and costs below that are the launches' noise")
     for path in regret.write_comparison(frame, root / args.campaign / "tables", args.compare,
                                         args.campaign):
         print(path)

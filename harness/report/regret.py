@@ -428,6 +428,24 @@ def compare_tunings(summary: pd.DataFrame, truth_dir, other_dir) -> pd.DataFrame
     return pd.DataFrame(rows, columns=COMPARE_COLUMNS)
 
 
+NOISE_COLUMNS = ["library", "cells", "median_change", "p90_change"]
+
+
+def campaign_noise(truth: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
+    """Per library, the cells timed in both summaries (same ``cell_id``, neither failed) and
+    how far apart their times are: the median and the 90th percentile of |t(other) /
+    t(truth) - 1|. Two campaigns measure each cell in launches minutes apart; regrets and
+    costs below this are the launches' own noise, not the tuning's."""
+    timed = [d[d["status"].isin(["ok", "not-converged"]) & (d["mean"] > 0)]
+             [["library", "cell_id", "mean"]] for d in (truth, other)]
+    both = timed[0].merge(timed[1], on=["library", "cell_id"], suffixes=("_truth", "_other"))
+    change = (both["mean_other"] / both["mean_truth"] - 1).abs()
+    rows = [{"library": lib, "cells": len(c), "median_change": float(c.median()),
+             "p90_change": float(c.quantile(0.9))}
+            for lib, c in change.groupby(both["library"], sort=True)]
+    return pd.DataFrame(rows, columns=NOISE_COLUMNS)
+
+
 def write_comparison(frame: pd.DataFrame, tables_dir, truth: str, other: str) -> list[Path]:
     shown = pd.DataFrame({
         "library": frame["library"].map(style.library_title), "P": frame["procs"].astype(str),
