@@ -50,10 +50,13 @@ def store(root, summary: pd.DataFrame, campaign: str = "truth"):
 def test_regret_writes_the_table_the_curves_the_generalisation_and_a_figure_per_library(
         roots, capsys):
     results, figures = roots
-    store(results, small_summary())
+    summary = small_summary()
+    summary["shared_cpu"] = [k in (3, 40, 41) for k in range(len(summary))]
+    store(results, summary)
     assert main(["tune", "truth", "--regret", "--seeds", "2", "--batch", "12",
                  "--trees", str(TREES)]) == 0
     out = capsys.readouterr().out
+    assert f"truth: 3 of {len(summary)} cells ran with two ranks on one CPU" in out
     tables = results / "truth" / "tables"
     for name in ("regret.md", "regret.csv", "regret.tex", "regret_curve.csv",
                  "regret_generalisation.md", "regret_generalisation.csv"):

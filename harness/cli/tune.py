@@ -111,6 +111,11 @@ def cmd_regret(args, parser) -> int:
         summary = tune.load(paths.results_root(), args.campaign, statistic=args.statistic)
     except tune.TuneError as exc:
         parser.error(f"argument campaign: {exc}")
+    shared = int(summary["shared_cpu"].eq(True).sum()) if "shared_cpu" in summary else 0
+    if shared:  # the truth itself disturbed (harness/measure/placement.py)
+        print(f"{args.campaign}: {shared} of {len(summary)} cells ran with two ranks "
+              f"on one CPU (shared_cpu in summary.csv): their times, and the regrets replayed "
+              f"against them, are disturbed; measure them again on a quiet machine")
     from ..report import regret  # imports matplotlib and scikit-learn: only here
 
     options = {} if args.trees is None else {"trees": args.trees}
