@@ -8,6 +8,7 @@ the per-alternation ratio or difference.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import statistics
@@ -43,13 +44,22 @@ def launch(lib, procs: int, argv: list, extra_env: dict | None = None, timeout: 
     return out.stdout
 
 
-def imb(lib, procs: int, sizes: list, iterations: int, extra_env: dict | None = None) -> dict:
-    """IMB-MPI1 Allreduce (float32 sum, -sync 1) with exactly ``iterations`` calls per size:
-    {size: t_avg seconds}."""
+def imb_binary():
+    """IMB-MPI1 as the Intel MPI wheel ships it; MPICH's libmpi runs it too (the MPICH ABI),
+    as ``lib_env`` puts the launching library's ``lib/`` first on the search path."""
+    return libraries.get_library("impi").prefix / "bin" / "IMB-MPI1"
+
+
+def imb(lib, procs: int, sizes: list, iterations: int, extra_env: dict | None = None,
+        launcher: list | None = None) -> dict:
+    """IMB-MPI1 Allreduce (float32 sum, -sync 1) with exactly ``iterations`` calls per size,
+    under ``lib`` (launched by ``launcher`` if given): {size: t_avg seconds}."""
+    if launcher:
+        lib = dataclasses.replace(lib, launcher=tuple(launcher))
     with tempfile.NamedTemporaryFile("w", suffix=".msglen", delete=False) as fh:
         fh.write("\n".join(str(s) for s in sizes) + "\n")
     try:
-        out = launch(lib, procs, [lib.prefix / "bin" / "IMB-MPI1", "Allreduce", "-npmin", procs,
+        out = launch(lib, procs, [imb_binary(), "Allreduce", "-npmin", procs,
                                   "-msglen", fh.name, "-iter", iterations, "-iter_policy", "off",
                                   "-time", 1000, "-sync", 1], extra_env)
     finally:
@@ -62,14 +72,24 @@ def imb(lib, procs: int, sizes: list, iterations: int, extra_env: dict | None = 
     return t
 
 
-def harness_means(library: str, algorithm: str, procs: int, sizes: list, reps: int, *,
-                  dtype: str = "float32", timing: str = "percall", imb_iterations: int = 0,
-                  warmup: int = 10, thread_level: str = "single", params: dict | None = None,
-                  max_volume: float | None = None) -> dict:
+def harness_means(library: str, algorithm: str, procs: int, sizes: list, reps: int,
+                  **options) -> dict:
     """One MPI launch of the harness measuring ``sizes`` with exactly ``reps`` repetitions
     each (samples in IMB mode; with ``max_volume``, at most ``max_volume / size`` and at
     least 5): {size: mean seconds}."""
+    return {c["cell"]["size"]: c["stats"]["mean"]
+            for c in harness_cells(library, algorithm, procs, sizes, reps, **options)}
+
+
+def harness_cells(library: str, algorithm: str, procs: int, sizes: list, reps: int, *,
+                  dtype: str = "float32", timing: str = "percall", imb_iterations: int = 0,
+                  warmup: int = 10, thread_level: str = "single", params: dict | None = None,
+                  max_volume: float | None = None, launcher: list | None = None) -> list:
+    """``harness_means``'s launch (by ``launcher`` if given): the run document's cells, each
+    with its ``stats`` and ``placement``."""
     lib = libraries.get_library(library)
+    if launcher:
+        lib = dataclasses.replace(lib, launcher=tuple(launcher))
     cells = tuple(Cell(library, algorithm, procs, s, dtype, "sum", thread_level=thread_level,
                        timing=timing, params=tuple(sorted((params or {}).items())))
                   for s in sizes)
@@ -89,12 +109,10 @@ def harness_means(library: str, algorithm: str, procs: int, sizes: list, reps: i
         doc = fileio.read_json(store.run_doc(run.run_id))
     if outcome != "complete":
         raise RuntimeError(f"harness run {outcome}: {[c.get('error') for c in doc['cells']]}")
-    out = {}
     for c in doc["cells"]:
         if c["status"] not in ("ok", "not-converged"):
             raise RuntimeError(f"{algorithm} {c['cell']['size']} B: {c['status']}: {c.get('error')}")
-        out[c["cell"]["size"]] = c["stats"]["mean"]
-    return out
+    return doc["cells"]
 
 
 def median(values) -> float:

@@ -2,8 +2,10 @@
 modes a cell's launches can land in.
 
 Two launches of one cell can differ by more than either's interval: three launches of MPICH
-AUTO at P = 2, 1 MiB, minutes apart, gave 836, 279 and 785 us while IMB-MPI1 gave 264-279 us
-between them. What a launch cannot choose but can see is recorded per cell, on every rank:
+AUTO at P = 2, 1 MiB, minutes apart, gave 836, 279 and 785 us. IMB-MPI1 on MPICH's own
+libmpi lands in the same two modes, bound to cores or not (``benchmarks/launch_modes.py``), so
+the harness does not try to steer its launches into one; what a launch cannot choose but can
+see is recorded per cell, on every rank:
 
 - ``cpu_start`` / ``cpu_end``: the CPU the rank was on when the cell began and ended
   (``/proc/self/stat``, field 39); two ranks on one CPU share its time;
