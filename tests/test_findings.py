@@ -29,18 +29,23 @@ def test_claims_come_from_the_tables_and_only_with_support(tmp_path):
                     wilcoxon_p=0.03125, nonparametric="BEST faster"),
                dict(base, size=2048, best="native:ring", gain=1.0, gain_ci_low=0.9,
                     gain_ci_high=1.1, verdict="tie"),
-               dict(base, size=4096, best="native:ring", verdict="oversubscribed")]
+               dict(base, size=4096, best="native:ring", verdict="oversubscribed"),
+               # the same size on cold buffers: a claim of its own, and the line says which
+               dict(base, size=1024, buffers="rotate", best="native:ring", gain=1.5,
+                    gain_ci_low=1.2, gain_ci_high=1.8, verdict="BEST faster")]
     (tmp_path / "g.json").write_text(json.dumps({"entries": entries}))
     confirm.make_confirm([tmp_path / "g.json"], tables, figs)
     claims, ties = findings(tables)
     texts = [c.text for c in claims]
     assert texts == ["Open MPI P=2 1KiB: BEST (ring) faster than AUTO, confirmed in fresh launches",
+                     "Open MPI P=2 1KiB rotated buffers: BEST (ring) faster than AUTO, confirmed "
+                     "in fresh launches",
                      "MPICH P=2 64KiB: Reduce_scatter+Allgather is faster than the library's own "
                      "Allreduce (performance guideline violated)"]
     assert "2.00x [1.80, 2.20] over 6 paired launches; Wilcoxon p = 0.031" in claims[0].evidence
-    assert claims[1].table.name == "guidelines.csv" and ties == 2
+    assert claims[2].table.name == "guidelines.csv" and ties == 2
     html = _findings(tables, tmp_path / "report")
-    assert html.count("<li>") == 2 and 'href="../tables/guidelines.csv"' in html
+    assert html.count("<li>") == 3 and 'href="../tables/guidelines.csv"' in html
     assert "2 comparison(s) showed no difference" in html
     empty = _findings(tmp_path / "none", tmp_path / "report")
     assert "No claim" in empty

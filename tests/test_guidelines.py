@@ -86,3 +86,27 @@ def test_violations_need_intervals_apart_and_enough_cores(tmp_path):
     make_all(csv, tmp_path / "t2", tmp_path / "f2")
     assert "no cell with AUTO and a mock-up" in (tmp_path / "t2" / "guidelines.md").read_text()
     assert (tmp_path / "f2" / "guidelines.png").stat().st_size > 0
+
+
+def test_auto_is_compared_in_the_mock_ups_cache_state_only():
+    """The default campaign measures MPICH AUTO at 1 MiB twice, on warm buffers (reuse) and on
+    cold ones (rotate: 809 us against 688 us); the mock-ups ran on warm buffers only, so only
+    the warm AUTO is their reference, whichever of the two the summary lists last."""
+    import pandas as pd
+
+    from harness.analysis.guidelines import comparisons
+
+    def row(alg, mean, buffers):
+        return {**_row(alg, 1048576, mean, 1e-6), "buffers": buffers,
+                "cell_id": f"{alg}-{buffers}"}
+
+    rows = [row("native:auto", 240e-6, "reuse"), row("reduce_scatter_allgather", 300e-6, "reuse"),
+            row("native:auto", 377e-6, "rotate")]
+    for order in (rows, rows[::-1]):
+        t = comparisons(pd.DataFrame(order))
+        assert len(t) == 1 and t.iloc[0]["buffers"] == "reuse"
+        assert t.iloc[0]["auto_mean"] == pytest.approx(240e-6)
+        assert t.iloc[0]["verdict"] == "holds"
+    # with the rows' buffers unset (summaries written before the column), reuse is meant
+    old = [{**r, "buffers": None} for r in rows[:2]]
+    assert comparisons(pd.DataFrame(old)).iloc[0]["verdict"] == "holds"

@@ -1,6 +1,7 @@
 """The performance guidelines a campaign's summary can test: each library's AUTO against the
 mock-ups made of its own other collectives (``harness/algorithms/guidelines.py``), measured
-in the same cells (library, P, nodes, size, dtype, op, timing, thread level, no delay).
+in the same cells (library, P, nodes, size, dtype, op, timing, thread level, cache state, no
+delay).
 
 A row per (cell, mock-up) says ``violation`` when the mock-up is faster than AUTO with
 statistical support (its interval lies wholly below AUTO's: the library's own selection loses
@@ -18,7 +19,9 @@ from ..algorithms.guidelines import MOCK_UPS
 from ..results.store import TIMED, allreduce_rows
 from .best import AUTO
 
-KEY = ["library", "procs", "nodes", "size", "dtype", "op", "timing", "thread_level"]
+# the cell's conditions: AUTO on cold buffers (buffers: rotate) is no reference for a mock-up
+# measured on warm ones
+KEY = ["library", "procs", "nodes", "size", "dtype", "op", "timing", "thread_level", "buffers"]
 COLUMNS = KEY + ["mock_up", "auto_mean", "auto_ci_low", "auto_ci_high", "mock_mean",
                  "mock_ci_low", "mock_ci_high", "speedup", "verdict"]
 
@@ -37,6 +40,7 @@ def comparisons(summary: pd.DataFrame) -> pd.DataFrame:
             df[column] = None
     df["thread_level"] = df["thread_level"].fillna("single")
     df["timing"] = df["timing"].fillna("percall")
+    df["buffers"] = df["buffers"].fillna("reuse")
     df = df.assign(_timed=_timed(df), _over=df["oversubscribed"].astype(str).str.lower() == "true")
     auto = df[df["algorithm"] == AUTO].drop_duplicates(KEY, keep="last")
     mock = df[df["algorithm"].isin(MOCK_UPS)].drop_duplicates(KEY + ["algorithm"], keep="last")

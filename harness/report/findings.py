@@ -49,7 +49,14 @@ def _num(x) -> float:
 
 
 def _where(r) -> str:
-    return f"{style.library_title(str(r['library']))} P={int(r['procs'])} {format_size(int(r['size']))}"
+    """Library, P and size, and the conditions that tell two rows of one size apart: rotated
+    (cold) buffers, IMB timing."""
+    where = f"{style.library_title(str(r['library']))} P={int(r['procs'])} {format_size(int(r['size']))}"
+    if r.get("buffers") == "rotate":
+        where += " rotated buffers"
+    if r.get("timing") == "imb":
+        where += " (IMB timing)"
+    return where
 
 
 def _interval(g, lo, hi) -> str:

@@ -38,7 +38,8 @@ def write(t: pd.DataFrame, tables_dir) -> list[Path]:
         ["_o", "library", "procs", "size"], kind="stable").drop(columns="_o")
     header = ["library", "P", "size", "AUTO (us)", "mock-up", "mock-up (us)", "speedup",
               "verdict"]
-    rows = [[style.library_title(r.library), str(r.procs), format_size(r.size), _us(r.auto_mean),
+    rows = [[style.library_title(r.library), str(r.procs),
+             format_size(r.size) + (" rotated" if r.buffers == "rotate" else ""), _us(r.auto_mean),
              LABELS.get(r.mock_up, r.mock_up), _us(r.mock_mean),
              f"{r.speedup:.2f}" if math.isfinite(r.speedup) else "", r.verdict]
             for r in t.itertuples()]
@@ -64,11 +65,12 @@ def figure(t: pd.DataFrame, path) -> list[Path]:
     markers = {"reduce_bcast": "o", "reduce_scatter_allgather": "s", "allreduce_halves": "^"}
     for ax, lib in zip(axes, libs):
         mine = d[d["library"] == lib]
-        for (mock, procs), g in mine.groupby(["mock_up", "procs"], sort=True):
+        for (mock, procs, buffers), g in mine.groupby(["mock_up", "procs", "buffers"], sort=True):
             g = g.sort_values("size")
             colour = style.color(mock)
-            ax.plot(g["size"], g["speedup"], color=colour, lw=1, alpha=0.8,
-                    label=f"{LABELS.get(mock, mock)}, P={procs}")
+            cold = buffers == "rotate"
+            ax.plot(g["size"], g["speedup"], color=colour, lw=1, alpha=0.8, ls="--" if cold else "-",
+                    label=f"{LABELS.get(mock, mock)}, P={procs}" + (", rotated" if cold else ""))
             bad = g["verdict"] == "violation"
             ax.scatter(g["size"], g["speedup"], marker=markers.get(mock, "o"), s=22,
                        facecolors=[colour if b else "white" for b in bad], edgecolors=colour,
