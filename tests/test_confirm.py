@@ -11,7 +11,8 @@ from scipy import stats as st
 from test_workflow import snakemake, write_config
 from winners_support import FAST, SLOW, algorithm_of, expected_verdict, means_by_cell, run_docs, set_winners
 
-from harness.campaign.confirm import gain_interval, pick, schedule, verdict
+from harness.campaign.confirm import gain_interval, groups, pick, pick_guidelines, schedule, verdict
+from harness.cells import Cell, Run
 
 
 def test_gain_interval_is_the_t_interval_of_the_log_ratios():
@@ -124,3 +125,76 @@ def test_confirmation_stage_end_to_end_and_resume(tmp_path):
     redone = {e["size"]: e for e in json.loads(group.read_text())["entries"]}
     assert redone[64]["auto_means"][0] == entries[64]["auto_means"][0]
     assert redone[64]["auto_means"][1] == means_by_cell(again)[cell["native:auto", 64]][1]
+
+
+def test_guideline_violations_are_measured_again_like_best():
+    """A mock-up faster than AUTO in the campaign (intervals apart) is an entry to measure
+    again, with the mock-up in BEST's place; a tie, a slower mock-up or AUTO on cold buffers
+    (another cache state) is not."""
+    def row(alg, cell, mean, size=1048576, buffers="reuse", hw=0.01):
+        return {"algorithm": alg, "cell_id": cell, "status": "ok", "mean": mean, "size": size,
+                "buffers": buffers, "ci_low": mean * (1 - hw), "ci_high": mean * (1 + hw),
+                "params": "{}"}
+
+    df = _summary([row("native:auto", "a", 688e-6), row("native:auto", "a-cold", 809e-6,
+                                                       buffers="rotate"),
+                   row("reduce_scatter_allgather", "m", 482e-6),  # faster: a violation
+                   row("allreduce_halves", "h", 690e-6),  # a tie
+                   row("reduce_bcast", "b", 970e-6),  # slower: holds
+                   row("native:auto", "a4", 8e-6, size=4096),
+                   row("reduce_bcast", "b4", 16e-6, size=4096)])
+    (e,) = pick_guidelines(df, "mpich", 2, 1, "single")
+    assert (e["role"], e["best"], e["auto_cell"], e["best_cell"]) == (
+        "guideline", "reduce_scatter_allgather", "a", "m")
+    assert e["campaign_gain"] == pytest.approx(688 / 482) and "verdict" not in e
+    assert (e["size"], e["buffers"], e["timing"]) == (1048576, "reuse", "percall")
+    assert pick_guidelines(df, "mpich", 4, 1, "single") == []
+    assert schedule([e], 1) == ["native:auto", "reduce_scatter_allgather",
+                                "reduce_scatter_allgather", "native:auto"]
+    # a group of AUTO and mock-ups alone is confirmable; AUTO alone is not
+    cells = (Cell("mpich", "native:auto", 2, 64, "float64", "sum"),
+             Cell("mpich", "reduce_bcast", 2, 64, "float64", "sum"))
+    runs = [Run(library="mpich", env=(), procs=2, nodes=1, cells=(c,)) for c in cells]
+    assert groups(runs) == {"mpich-p2-n1-single": ("mpich", 2, 1, "single")}
+    assert groups(runs[:1]) == {}
+
+
+def test_a_guideline_violation_confirmed_end_to_end(tmp_path):
+    """AUTO and Reduce_scatter+Allgather at two sizes; the summary is set so that the mock-up
+    wins at 1 KiB (a violation) and ties at 4 KiB: the stage measures A M M A at 1 KiB only and
+    writes the guidelines_confirmed table, which the findings read."""
+    from harness.report.findings import findings
+
+    cfg = write_config(tmp_path, {"e": {
+        "libraries": ["mpich"], "algorithms": ["native:auto", "reduce_scatter_allgather"],
+        "procs": [2], "sizes": ["1KiB", "4KiB"]}}, confirm={"rounds": 1, "time_budget": "1s"})
+    out = snakemake(tmp_path, cfg, "--until", "aggregate")
+    assert out.returncode == 0, out.stderr[-3000:]
+    res = tmp_path / "results" / "wf"
+    df = pd.read_csv(res / "summary.csv")
+    mock = df.algorithm == "reduce_scatter_allgather"
+    at = {1024: (SLOW, FAST), 4096: (FAST, FAST)}  # (AUTO, mock-up)
+    df["mean"] = [at[s][1] if m else at[s][0] for s, m in zip(df["size"], mock)]
+    df["ci_low"], df["ci_high"] = df["mean"] * 0.99, df["mean"] * 1.01
+    df["status"], df["oversubscribed"] = "ok", False
+    df.to_csv(res / "summary.csv", index=False)
+    cell = {(r.algorithm, r.size): r.cell_id for r in df.itertuples()}
+    out = snakemake(tmp_path, cfg, "--until", "report_confirm")
+    assert out.returncode == 0, out.stderr[-3000:]
+    docs = run_docs(res / "confirm" / "runs")
+    assert [algorithm_of(d) for d in docs] == ["native:auto", "reduce_scatter_allgather",
+                                               "reduce_scatter_allgather", "native:auto"]
+    assert [c["cell_id"] for c in docs[1]["cells"]] == [cell["reduce_scatter_allgather", 1024]]
+    doc = json.loads((res / "confirm" / "mpich-p2-n1-single.json").read_text())
+    (e,) = [e for e in doc["entries"] if e.get("role") == "guideline"]
+    assert (e["size"], e["auto_cell"], e["pairs"]) == (1024, cell["native:auto", 1024], 2)
+    g, lo, hi, v = expected_verdict(e["auto_means"], e["best_means"])
+    assert (e["gain"], e["verdict"]) == (pytest.approx(g), v)
+    table = pd.read_csv(res / "tables" / "guidelines_confirmed.csv")
+    assert list(table["size"]) == [1024] and table["role"].tolist() == ["guideline"]
+    shown = {"BEST faster": "violation confirmed", "AUTO faster": "holds",
+             "tie": "not confirmed (tie)"}[v]
+    assert table["verdict"].tolist() == [shown]
+    claims, _ = findings(res / "tables")
+    assert [c.table.name for c in claims] == (["guidelines_confirmed.csv"]
+                                              if v == "BEST faster" else [])

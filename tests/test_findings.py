@@ -33,19 +33,41 @@ def test_claims_come_from_the_tables_and_only_with_support(tmp_path):
                # the same size on cold buffers: a claim of its own, and the line says which
                dict(base, size=1024, buffers="rotate", best="native:ring", gain=1.5,
                     gain_ci_low=1.2, gain_ci_high=1.8, verdict="BEST faster")]
+    guideline = {"library": "mpich", "procs": 2, "dtype": "float64", "op": "sum",
+                 "timing": "percall", "buffers": "reuse", "role": "guideline", "pairs": 4,
+                 "best": "reduce_scatter_allgather", "auto_mean": 9e-6, "best_mean": 7e-6,
+                 "campaign_gain": 1.4}
+    # the campaign's violation before the confirmation stage ran: claimed, said to rest on
+    # one launch each
+    claims, ties = findings(tables)
+    assert [c.text for c in claims] == [
+        "MPICH P=2 64KiB: Reduce_scatter+Allgather is faster than the library's own Allreduce "
+        "(performance guideline violated)"]
+    assert "one launch each, not measured again" in claims[0].evidence and ties == 1
+    assert claims[0].table.name == "guidelines.csv"
+    entries += [dict(guideline, size=65536, gain=1.3, gain_ci_low=1.1, gain_ci_high=1.5,
+                     verdict="BEST faster"),
+                # measured again: a tie, so no claim, counted
+                dict(guideline, size=1048576, gain=1.1, gain_ci_low=0.5, gain_ci_high=2.2,
+                     verdict="tie")]
     (tmp_path / "g.json").write_text(json.dumps({"entries": entries}))
     confirm.make_confirm([tmp_path / "g.json"], tables, figs)
+    again = (tables / "guidelines_confirmed.md").read_text()
+    assert "violation confirmed" in again and "not confirmed (tie)" in again
+    assert "Reduce_scatter+Allgather" in again
+    assert "reduce_scatter_allgather" not in (tables / "auto_vs_best_confirmed.md").read_text()
     claims, ties = findings(tables)
     texts = [c.text for c in claims]
     assert texts == ["Open MPI P=2 1KiB: BEST (ring) faster than AUTO, confirmed in fresh launches",
                      "Open MPI P=2 1KiB rotated buffers: BEST (ring) faster than AUTO, confirmed "
                      "in fresh launches",
                      "MPICH P=2 64KiB: Reduce_scatter+Allgather is faster than the library's own "
-                     "Allreduce (performance guideline violated)"]
+                     "Allreduce (performance guideline violated), confirmed in fresh launches"]
     assert "2.00x [1.80, 2.20] over 6 paired launches; Wilcoxon p = 0.031" in claims[0].evidence
-    assert claims[2].table.name == "guidelines.csv" and ties == 2
+    assert "1.30x [1.10, 1.50] over 4 paired launches" in claims[2].evidence
+    assert claims[2].table.name == "guidelines_confirmed.csv" and ties == 2
     html = _findings(tables, tmp_path / "report")
-    assert html.count("<li>") == 3 and 'href="../tables/guidelines.csv"' in html
+    assert html.count("<li>") == 3 and 'href="../tables/guidelines_confirmed.csv"' in html
     assert "2 comparison(s) showed no difference" in html
     empty = _findings(tmp_path / "none", tmp_path / "report")
     assert "No claim" in empty

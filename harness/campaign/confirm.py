@@ -20,6 +20,12 @@ pairs``). Verdicts: ``BEST faster`` (interval above 1), ``AUTO faster`` (below 1
 ``tie`` (contains 1), ``AUTO is BEST`` (no forced algorithm beat AUTO in the campaign; nothing
 to confirm), ``oversubscribed`` (more ranks than cores: no claim, not measured), ``no data``.
 
+The performance guidelines' violations (a mock-up made of the library's own collectives
+faster than AUTO in the campaign, ``harness.analysis.guidelines``) are measured again the same
+way, the mock-up in BEST's place (entries with ``role: guideline``): in the campaign each side
+is one launch, and one launch can land in a slow mode of its own (MPICH AUTO at 1 MiB: 300-400
+us in most launches, 700-1000 us in about one in four).
+
 Launches are stored under ``results/<campaign>/confirm/`` (job scripts, raw, run documents,
 like the campaign's own); a rerun after an interrupt skips every launch whose run document
 is complete and measures only the rest. The stage's output per group is
@@ -34,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import fileio
-from ..analysis import paired
+from ..analysis import guidelines, paired
 from ..analysis.best import SELECTING, fastest
 from ..cells import Run
 from ..dnn import workload
@@ -53,13 +59,14 @@ def group_name(library: str, procs: int, nodes: int, thread_level: str) -> str:
 
 
 def groups(runs) -> dict[str, tuple]:
-    """The groups the campaign can confirm: native:auto and another native algorithm
-    measured with the same library, P, nodes and thread level."""
+    """The groups the campaign can confirm: native:auto and another native algorithm or a
+    guideline mock-up measured with the same library, P, nodes and thread level."""
     algs: dict[tuple, set] = {}
     for r in runs:
         key = (r.library, r.procs, r.nodes, r.thread_level)
         algs.setdefault(key, set()).update(c.algorithm for c in r.cells
-                                           if c.algorithm.startswith("native:")
+                                           if (c.algorithm.startswith("native:")
+                                               or c.algorithm in guidelines.MOCK_UPS)
                                            and not workload.is_workload(c.params))
     return {group_name(*k): k for k, a in sorted(algs.items())
             if "native:auto" in a and len(a) > 1}
@@ -99,6 +106,37 @@ def pick(df, library: str, procs: int, nodes: int, thread_level: str) -> list[di
         elif b["mean"] >= a["mean"]:
             entry["verdict"] = "AUTO is BEST"
         out.append(entry)
+    return out
+
+
+def pick_guidelines(df, library: str, procs: int, nodes: int, thread_level: str) -> list[dict]:
+    """The group's performance-guideline violations (``analysis.guidelines``: a mock-up of the
+    library's own collectives faster than AUTO in the campaign, 95 % intervals apart), each an
+    entry to measure again like BEST (``role`` guideline, the mock-up in ``best``): one launch
+    per side is no experimental unit, and a launch can land in a slow mode of its own."""
+    table = guidelines.comparisons(df)
+    table = table[(table.library == library) & (table.procs == procs) & (table.nodes == nodes)
+                  & (table.thread_level == thread_level) & (table.verdict == "violation")]
+    rows = df.assign(thread_level=df["thread_level"].fillna("single"),
+                     timing=df["timing"].fillna("percall"),
+                     buffers=df["buffers"].fillna("reuse") if "buffers" in df else "reuse")
+    rows = rows[rows["delay"].fillna("none") == "none"]
+
+    def cell(v, algorithm):
+        same = rows[(rows.algorithm == algorithm)]
+        for k in guidelines.KEY:
+            same = same[same[k] == v[k]]
+        return same.iloc[-1]  # the row comparisons() compared (the last of duplicates)
+
+    out = []
+    for v in table.to_dict("records"):
+        a, b = cell(v, "native:auto"), cell(v, v["mock_up"])
+        out.append({**{k: v[k] for k in KEY}, "library": library, "procs": procs,
+                    "nodes": nodes, "thread_level": thread_level, "role": "guideline",
+                    "auto_cell": a.cell_id, "auto_campaign": float(a["mean"]),
+                    "best": v["mock_up"], "best_cell": b.cell_id,
+                    "best_campaign": float(b["mean"]),
+                    "campaign_gain": float(a["mean"]) / float(b["mean"])})
     return out
 
 
@@ -153,7 +191,7 @@ def run_group(campaign, name: str, out: Path, log=print) -> dict:
     library, procs, nodes, level = campaign.confirm_groups()[name]
     cfg = campaign.cfg
     df = results.allreduce_rows(pd.read_csv(campaign.store.summary))
-    entries = pick(df, library, procs, nodes, level)
+    entries = pick(df, library, procs, nodes, level) + pick_guidelines(df, library, procs, nodes, level)
     todo = [e for e in entries if "verdict" not in e]
     rounds = int(cfg.confirm["rounds"])
     order = schedule(todo, rounds)

@@ -1,5 +1,6 @@
 """AUTO vs BEST as the confirmation stage measured it (``harness.campaign.confirm``): one table
-(md, tex, csv) and one figure of the gain t_AUTO / t_BEST with its 95 % interval.
+(md, tex, csv) and one figure of the gain t_AUTO / t_BEST with its 95 % interval; and the
+performance-guideline violations it measured again (``guidelines_confirmed``, a table).
 
 A gain whose interval contains 1 is a tie and is drawn as one (hollow grey marker, its bar
 crossing the line at 1); oversubscribed groups are listed with no claim; "AUTO is BEST"
@@ -15,11 +16,16 @@ from pathlib import Path
 import pandas as pd
 
 from . import style, tables
+from .guidelines import LABELS
 from .tables import format_size
 
 COLUMNS = ["library", "procs", "size", "dtype", "op", "timing", "buffers", "best", "auto_mean", "best_mean",
            "gain", "gain_ci_low", "gain_ci_high", "pairs", "campaign_gain", "verdict",
-           "median_gain", "wilcoxon_p", "rank_biserial", "nonparametric"]
+           "median_gain", "wilcoxon_p", "rank_biserial", "nonparametric", "role"]
+GUIDELINE = "guideline"  # the role of an entry that measures a guideline's mock-up again
+# a guideline entry's verdict, read for the mock-up in BEST's place
+GUIDELINE_VERDICTS = {"BEST faster": "violation confirmed", "AUTO faster": "holds",
+                      "tie": "not confirmed (tie)"}
 
 
 def load(paths) -> pd.DataFrame:
@@ -31,6 +37,7 @@ def load(paths) -> pd.DataFrame:
     for c in COLUMNS:
         if c not in df:
             df[c] = None
+    df["role"] = df["role"].fillna("best")
     return df[COLUMNS].sort_values(["library", "procs", "size"], kind="stable").reset_index(drop=True)
 
 
@@ -123,10 +130,42 @@ def figure(df: pd.DataFrame, path) -> list[Path]:
     return style.save(fig, path)
 
 
+GUIDELINES_CAPTION = (
+    "Performance-guideline violations of the campaign (tables/guidelines) measured again in fresh "
+    "launches, AUTO and the mock-up alternately (A B B A). Speedup = t_AUTO / t_mock-up over "
+    "paired launches, 95% CI (Student-t on the log ratios of the launch means); 'violation "
+    "confirmed' when the CI lies above 1, 'holds' below 1, 'not confirmed (tie)' when it "
+    "contains 1. Beside it: the median speedup (Hodges-Lehmann) and the exact Wilcoxon test.")
+
+
+def _ratio(x) -> str:
+    return f"{x:.2f}" if isinstance(x, (int, float)) and math.isfinite(x) else ""
+
+
+def write_guidelines(df: pd.DataFrame, tables_dir) -> list[Path]:
+    """``tables/guidelines_confirmed``: the guideline entries, their verdicts read for the
+    mock-up."""
+    shown = df.assign(verdict=df["verdict"].map(lambda v: GUIDELINE_VERDICTS.get(v, v)))
+    header = ["library", "P", "size", "AUTO (us)", "mock-up", "mock-up (us)",
+              "speedup [95% CI]", "campaign speedup", "verdict", "median speedup, Wilcoxon"]
+    rows = [[r.library, str(r.procs), _size(r), _us(r.auto_mean), LABELS.get(r.best, r.best),
+             _us(r.best_mean), _gain(r), _ratio(r.campaign_gain), r.verdict, _ranked(r)]
+            for _, r in shown.iterrows()]
+    caption = GUIDELINES_CAPTION + (f" {len(shown)} violation(s) of the campaign measured again."
+                                    if len(shown) else " The campaign showed no violation.")
+    return tables.write_table(shown, Path(tables_dir) / "guidelines_confirmed", caption,
+                              header=header, rows=rows,
+                              placeholder="no guideline violation to measure again")
+
+
 def make_confirm(paths, tables_dir, figures_dir) -> None:
-    """The table and figure; entries with no data (a size of another experiment the group
-    never measured) compare nothing: counted in the caption, not listed."""
-    df = load(paths)
+    """The table and figure of AUTO vs BEST, and the table of the guideline violations measured
+    again; entries with no data (a size of another experiment the group never measured)
+    compare nothing: counted in the caption, not listed."""
+    every = load(paths)
+    guideline = every["role"] == GUIDELINE
+    write_guidelines(every[guideline].reset_index(drop=True), tables_dir)
+    df = every[~guideline].reset_index(drop=True)
     empty = df["verdict"] == "no data"
     shown = df[~empty].reset_index(drop=True)
     caption = CAPTION + (f" {int(empty.sum())} entr{'y' if empty.sum() == 1 else 'ies'} with no "
