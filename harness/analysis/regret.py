@@ -36,8 +36,6 @@ from .surrogate import (FOREST_SEED, TREES, Surrogate, check_columns, overlay, p
 TARGET = 0.05  # regret the stopping rule and ``reach`` aim below
 EXPLORE = 0.5  # share of the adaptive picks that go to the point farthest from the measured
 # (on the synthetic data of tests/test_regret.py, 0 and 1 needed 1.3 to 2 times as many cells)
-EXPLORE_WIDTH = None  # algorithms measured at an explored point, the predicted fastest first
-# (None: every one)
 POINT = ["procs", "nodes", "size"]
 CELL = [*POINT, "algorithm"]
 CANDIDATE_COLUMNS = [*CELL, "dtype"]
@@ -194,8 +192,7 @@ def farthest(coordinates: np.ndarray, covered: np.ndarray, eligible: np.ndarray)
 
 
 def adaptive(candidates: pd.DataFrame, measured: pd.DataFrame, rng, batch: int,
-             trees: int = TREES, explore: float = EXPLORE,
-             explore_width: int | None = EXPLORE_WIDTH) -> pd.DataFrame:
+             trees: int = TREES, explore: float = EXPLORE) -> pd.DataFrame:
     """The seed set first; then point by point: the unmeasured algorithms that the trees rank
     in the top two at the point where the predicted winner is least certain (lowest win
     probability, then highest predicted regret) or, for a share ``explore`` of the points,
@@ -211,8 +208,6 @@ def adaptive(candidates: pd.DataFrame, measured: pd.DataFrame, rng, batch: int,
     forest_seed = int(rng.integers(2**31))  # a seed of its own per batch, from the replay's
     points, times = forecast(measured, cells, algorithms, trees, forest_seed)
     said, share = verdict(times), top_two_share(times)
-    with np.errstate(divide="ignore"):
-        score = np.log(times).mean(axis=0)  # points x algorithms, the trees' mean log time
     unmeasured = open_cells(candidates, points, algorithms)
     coordinates = grid_coordinates(points)
     measured_keys = set(measured[POINT].itertuples(index=False, name=None))
@@ -229,13 +224,9 @@ def adaptive(candidates: pd.DataFrame, measured: pd.DataFrame, rng, batch: int,
         p = farthest(coordinates, covered, eligible) if exploring or not uncertain else uncertain[0]
         if p is None:
             break
-        if exploring:  # the predicted fastest first
-            ranked = [a for a in np.argsort(score[p], kind="stable") if (p, a) in unmeasured]
-            ranked = ranked[:explore_width]
-        else:
-            ranked = [a for a in np.argsort(-share[p], kind="stable")
-                      if (p, a) in unmeasured and share[p, a] > 0][:2]
-        picked += [unmeasured[(p, a)] for a in ranked]
+        ranked = [a for a in np.argsort(-share[p], kind="stable")
+                  if (p, a) in unmeasured and (share[p, a] > 0 or exploring)]
+        picked += [unmeasured[(p, a)] for a in (ranked if exploring else ranked[:2])]
         eligible[p], covered[p], turn = False, True, turn + 1
     chosen = candidates.loc[picked[:batch]]
     if len(chosen) < batch:
