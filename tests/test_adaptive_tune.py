@@ -98,6 +98,12 @@ def test_candidates_are_the_native_cells_and_a_round_config_plans_exactly_the_ch
     assert doc["campaign"] == "elsewhere" and doc["confirm"] == {"enabled": False}
     again = cfgmod.validate(doc)
     assert {c.cell_id for r in plan.expand(again) for c in r.cells} == set(chosen)
+    assert driver.budget_of("mpich") == 5
+    share = adaptive.Driver(path, "elsewhere", budget="25%", batch=2, log=lambda _: None)
+    assert share.budget_of("mpich") == 8  # a quarter of 30 cells, rounded up
+    for bad in (0, "0%", "101%", "x", True):
+        with pytest.raises(TuneError, match=f"budget: got {bad!r}, expected cells per library"):
+            adaptive.parse_budget(bad)
     one = write(tmp_path, name="one", algorithms=["native:auto", "ring"])
     with pytest.raises(TuneError, match=r"library mpich has 1 native algorithm \(native:auto\), "
                                         r"expected at least 2"):
@@ -167,8 +173,12 @@ def test_bad_input_names_the_argument(tmp_path, results, capsys):
         return capsys.readouterr().err.strip()
 
     assert error().endswith("argument --budget: required with --adaptive: the cells per library "
-                            f"to measure at most (or tune.budget in {path})")
-    assert error("--budget", "0").endswith("argument --budget: expected an integer >= 1, got 0")
+                            f"to measure at most, or their share such as 25% (or tune.budget in "
+                            f"{path})")
+    for bad in ("0", "0%", "120%", "x%", "many"):
+        assert error("--budget", bad).endswith(
+            "argument --budget: expected a number of cells (an integer >= 1) or a share of each "
+            f"library's cells such as 25%, got {bad!r}")
     assert "argument --adaptive: not allowed with --verify" in error("--budget", "3", "--verify")
     missing = tmp_path / "nope.yaml"
     with pytest.raises(SystemExit):

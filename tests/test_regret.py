@@ -82,6 +82,45 @@ def test_truth_picks_the_fastest_timed_native_algorithm():
     assert at_8[2**26] == "native:ring"
 
 
+def test_machine_time_counts_the_repetitions_of_every_launch():
+    """A replicated cell (stopping.launches > 1) has n = its launch means and within_n = its
+    repetitions over every launch: the machine time is repetitions x time, never n x time."""
+    rows = [row("mpich", "native:ring", 8, 1e-5, procs=2, launches=3, n=3, within_n=300),
+            row("mpich", "native:tree", 8, 2e-5, procs=2, launches=3, n=3, within_n=150),
+            row("mpich", "native:ring", 16, 1e-5, procs=2, launches=1, n=40, within_n=None)]
+    table = regret.truth(pd.DataFrame(rows, columns=SUMMARY_COLUMNS), "mpich")
+    assert sorted(table["n"]) == [40, 150, 300]
+    assert regret.exhaustive(table)["machine_time"] == pytest.approx(300e-5 + 150 * 2e-5 + 40e-5)
+
+
+def test_a_choice_is_judged_against_the_judges_best_and_the_exhaustive_choice():
+    judge = np.array([[1.0, 2.0], [4.0, 2.0], [np.nan, np.nan]])
+    got = regret.judged(np.array([1, 1, 0]), np.array([0, 0, 0]), judge)
+    assert got["judged_regret"] == pytest.approx((1.0 + 0.0) / 2)  # the untimed point left out
+    assert got["judged_cost"] == pytest.approx((1.0 - 0.5) / 2)  # cheaper than the exhaustive's
+
+
+def test_the_exhaustive_choice_judged_in_itself_and_in_another_campaign(table):
+    assert regret.exhaustive_judged(table, table)["judged_regret"] == 0
+    other = regret.truth(synthetic(seed=2, noise=0.2), "mpich")
+    floor = regret.exhaustive_judged(table, other)
+    assert floor["judged_regret"] > 0 and floor["judged_cost"] == 0
+    assert floor["points"] == len(PROCS) * len(SIZES)
+    small = table[table["procs"] == 2].reset_index(drop=True)
+    judged = regret.replay(small, regret.random_cells, batch=48, budget=len(small), seed=0,
+                           trees=10, judge=other)
+    assert judged["judged_regret"].notna().all()
+    assert judged["judged_cost"].iloc[-1] == 0  # every cell measured: the exhaustive choice
+    assert judged["judged_regret"].iloc[-1] == pytest.approx(
+        regret.exhaustive_judged(small, other)["judged_regret"])
+    alone = regret.replay(small, regret.random_cells, batch=48, budget=len(small), seed=0, trees=10)
+    assert alone["judged_regret"].isna().all()
+    assert alone["mean_regret"].tolist() == judged["mean_regret"].tolist()
+    elsewhere = other.assign(size=other["size"] + 1)
+    with pytest.raises(ValueError, match="judge: got 672 cells, none of them a cell"):
+        regret.replay(small, regret.random_cells, 48, 48, 0, judge=elsewhere)
+
+
 def test_features_are_the_documented_columns():
     frame = pd.DataFrame({"procs": [8, 6], "nodes": [2, 1], "size": [1024, 8],
                           "dtype": ["float32", "int64"], "algorithm": ["native:ring", "native:b"]})

@@ -12,6 +12,7 @@ import pytest
 from harness.analysis import regret
 from harness.cli import main
 from harness.report import regret as report
+from harness.report import tuning_compare
 from harness.results.store import SUMMARY_COLUMNS
 from test_regret import SIZES, synthetic
 from test_report import row
@@ -98,6 +99,47 @@ def test_regret_writes_the_table_the_curves_the_generalisation_and_a_figure_per_
     assert (general["held_out"] == "P").all() and (general["points"] == 8).sum() == 3
     assert (general.loc[general["library"] == "mpich", "trained_cells"] == 64).all()
     assert np.isfinite(general["mean_regret"]).all()
+
+
+def test_judge_times_every_choice_in_another_campaign(roots, capsys):
+    """--judge: the same replays, their choices timed in a second campaign of the same cells
+    (other noise): tables/regret_judged with the exhaustive campaign's own regret there."""
+    results, figures = roots
+    store(results, small_summary())
+    other = small_summary()
+    other["mean"] = other["mean"] * np.exp(0.2 * np.random.default_rng(5).standard_normal(len(other)))
+    store(results, other, "again")
+    assert main(["tune", "truth", "--regret", "--judge", "again", "--seeds", "2", "--batch",
+                 "12", "--trees", str(TREES)]) == 0
+    out = capsys.readouterr().out
+    tables = results / "truth" / "tables"
+    assert str(tables / "regret_judged.md") in out
+    judged = pd.read_csv(tables / "regret_judged.csv")
+    assert list(judged.columns) == report.JUDGED_COLUMNS
+    assert (judged["judge"] == "again").all()
+    for lib, cells in (("mpich", 96), ("impi", 32)):
+        rows = judged[judged["library"] == lib].set_index(["policy", "share"])
+        floor = rows.loc[("exhaustive", 1.0)]
+        truth, again = (regret.truth(s, lib) for s in (small_summary(), other))
+        assert floor["judged_regret"] == pytest.approx(
+            regret.exhaustive_judged(truth, again)["judged_regret"])
+        assert floor["judged_regret"] >= 0 and floor["judged_cost"] == 0
+        assert floor["judged_regret"] > 0 or lib == "impi"  # the noise moved some BEST
+        assert floor["cells"] == cells and floor["points"] == cells // 4
+        quarter = rows.loc[("adaptive", 0.25)]
+        assert quarter["seeds"] == 2 and quarter["cells"] >= 0.25 * cells
+        assert quarter["judged_regret_low"] <= quarter["judged_regret"] <= quarter["judged_regret_high"]
+    curves = pd.read_csv(tables / "regret_curve.csv")
+    assert curves[["judged_regret", "judged_cost"]].notna().all().all()
+    last = curves.groupby(["library", "policy", "seed"]).tail(1)  # everything measured
+    assert (last["judged_cost"] == 0).all()
+    assert "| MPICH | exhaustive | 96 (100.0 %) |" in (tables / "regret_judged.md").read_text()
+    assert (figures / "truth" / "regret_mpich.png").stat().st_size > 0
+    for argv, says in ((["--judge", "truth"], "argument --judge: got 'truth', the campaign itself"),
+                       (["--judge", "nope"], "argument --judge: campaign 'nope' has no results")):
+        with pytest.raises(SystemExit):
+            main(["tune", "truth", "--regret", *argv])
+        assert says in capsys.readouterr().err
 
 
 def test_table_rows_take_the_median_over_seeds_and_the_first_firing_of_the_stop_rule():
@@ -187,7 +229,7 @@ def test_compare_sets_two_tunings_side_by_side_at_the_truths_points(roots, capsy
     assert main(["tune", "ad", "--compare", "truth"]) == 0
     out = capsys.readouterr().out
     got = pd.read_csv(results / "ad" / "tables" / "tuning_vs_truth.csv")
-    assert list(got.columns) == report.COMPARE_COLUMNS and len(got) == 24  # the truth's points
+    assert list(got.columns) == tuning_compare.COMPARE_COLUMNS and len(got) == 24  # the truth's points
     p2 = got[got["procs"] == 2]
     assert (p2["exhaustive_regret"] == 0).all() and (p2["other"] == "native:ring").all()
     ring_best = p2["exhaustive"] == "native:ring"
@@ -206,10 +248,10 @@ def test_campaign_noise_is_how_far_apart_two_campaigns_time_the_same_cells():
                           "mean": [1.0, 2.0, 4.0, 1.0, 1.0]})
     other = pd.DataFrame({"library": ["mpich"] * 4, "cell_id": ["a", "b", "c", "d"],
                           "status": ["ok", "ok", "ok", "ok"], "mean": [1.1, 1.0, 4.0, 9.0]})
-    got = report.campaign_noise(truth, other)
-    assert list(got.columns) == report.NOISE_COLUMNS
+    got = tuning_compare.campaign_noise(truth, other)
+    assert list(got.columns) == tuning_compare.NOISE_COLUMNS
     (row,) = got.itertuples(index=False)  # impi: no cell in both; d: failed in the truth
     assert (row.library, row.cells) == ("mpich", 3)
     assert row.median_change == pytest.approx(0.1)  # |1.1/1 - 1|, |1/2 - 1|, |4/4 - 1|
     assert row.p90_change == pytest.approx(0.5 - 0.2 * 0.4)  # between 0.1 and 0.5
-    assert report.campaign_noise(truth, other.iloc[:0]).empty
+    assert tuning_compare.campaign_noise(truth, other.iloc[:0]).empty

@@ -12,6 +12,14 @@ held-out point. Regret of a choice at a point = t(chosen) / t(BEST) - 1; the cur
 mean, summed), the mean and worst regret over the held-out points and the surrogate's own
 estimate of its regret, which is all a real campaign would know (``stop``).
 
+One campaign's BEST carries the noise of its launches: where two algorithms are close, a
+second campaign of the same cells may name the other one. ``judge`` (``replay``,
+``exhaustive_judged``) times the same choices in such a second campaign: their mean regret
+there (``judged_regret``) and their mean cost against the first campaign's BEST
+(``judged_cost``, t(choice) / t(exhaustive choice) - 1 in the second campaign's times); the
+first campaign's BEST itself has a judged regret too, the floor no policy measured in that
+campaign can go below.
+
 Policies (``POLICIES``) are functions ``policy(candidates, measured, rng, batch)`` returning up
 to ``batch`` rows of ``candidates`` (cells not measured yet; measured cells carry n and mean):
 ``adaptive`` measures the two likeliest winners where the surrogate is least sure of the
@@ -28,6 +36,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
+from ..results.launches import repetitions
 from ..results.store import allreduce_rows
 from .best import SELECTING, fastest, timed_mask
 from .surrogate import (FOREST_SEED, TREES, Surrogate, check_columns, overlay, positive_numbers,
@@ -46,7 +55,7 @@ SUMMARY_NEEDS = ["library", "algorithm", "procs", "nodes", "size", "dtype", "del
 # conditions that may make two summary rows of one cell differ
 CONDITIONS = ["dtype", "op", "timing", "buffers", "thread_level", "metric", "params"]
 CURVE_COLUMNS = ["batch", "cells", "machine_time", "mean_regret", "worst_regret",
-                 "predicted_regret", "predicted_regret_q95"]
+                 "predicted_regret", "predicted_regret_q95", "judged_regret", "judged_cost"]
 
 
 def whole(value, name: str, least: int = 1) -> int:
@@ -101,8 +110,8 @@ def truth(summary: pd.DataFrame, library: str) -> pd.DataFrame:
                          f"rows with status ok or not-converged and a finite mean > 0")
     for column in ["procs", "nodes", "size"]:
         timed[column] = positive_numbers(timed, column).astype(int)
-    for column in ["n", "mean"]:
-        timed[column] = pd.to_numeric(timed[column], errors="coerce")
+    timed["n"] = repetitions(timed)  # over every launch of a replicated cell
+    timed["mean"] = pd.to_numeric(timed["mean"], errors="coerce")
     bad_n = ~(timed["n"] >= 1)
     if bad_n.any():
         raise ValueError(f"summary: n (repetitions) of {int(bad_n.sum())} timed rows is "
@@ -278,24 +287,79 @@ def held_out_points(table: pd.DataFrame, held_out) -> pd.DataFrame | None:
     return held_out[POINT].drop_duplicates()
 
 
+def time_matrix(cells: pd.DataFrame, points: pd.DataFrame, algorithms) -> np.ndarray:
+    """The mean time of ``cells`` at every point x algorithm (NaN where ``cells`` has none)."""
+    out = np.full((len(points), len(algorithms)), np.nan)
+    where = {k: i for i, k in enumerate(points[POINT].itertuples(index=False, name=None))}
+    order = {a: i for i, a in enumerate(algorithms)}
+    for row in cells.itertuples(index=False):
+        i, j = where.get((row.procs, row.nodes, row.size)), order.get(row.algorithm)
+        if i is not None and j is not None:
+            out[i, j] = row.mean
+    return out
+
+
+def judged(chosen: np.ndarray, exhaustive: np.ndarray, judge: np.ndarray) -> dict:
+    """Choices per point (algorithm indices) timed in another campaign's measurements
+    ``judge`` (points x algorithms): the mean regret t_judge(chosen) / t_judge(its BEST) - 1 and
+    the mean cost t_judge(chosen) / t_judge(the exhaustive campaign's choice) - 1, over the
+    points where the judge timed the algorithms concerned."""
+    rows = np.arange(len(chosen))
+    with np.errstate(all="ignore"):
+        best = np.nanmin(np.where(np.isnan(judge).all(axis=1)[:, None], np.inf, judge), axis=1)
+        regret = judge[rows, chosen] / best - 1.0
+        cost = judge[rows, chosen] / judge[rows, exhaustive] - 1.0
+    regret, cost = regret[np.isfinite(regret)], cost[np.isfinite(cost)]
+    return {"judged_regret": float(regret.mean()) if len(regret) else float("nan"),
+            "judged_cost": float(cost.mean()) if len(cost) else float("nan")}
+
+
 def evaluate(table: pd.DataFrame, measured: pd.DataFrame, targets: pd.DataFrame,
-             trees: int = TREES, seed: int = FOREST_SEED) -> dict:
+             trees: int = TREES, seed: int = FOREST_SEED, judge: pd.DataFrame | None = None) -> dict:
     """The curve row after a batch: cells and machine time of ``measured``, the true regret of
     the surrogate's winners at the points of ``targets`` (cells of the truth table) and its
-    predicted regret there."""
+    predicted regret there; with ``judge`` (the truth table of another campaign of the same
+    cells), the same winners timed in it (``judged``; NaN without one)."""
     algorithms = sorted(set(table["algorithm"]))
     points, times = forecast(measured, targets, algorithms, trees, seed)
     said = verdict(times)
-    true = np.full((len(points), len(algorithms)), np.nan)
-    where = {k: i for i, k in enumerate(points[POINT].apply(tuple, axis=1))}
-    for row in targets.itertuples(index=False):
-        true[where[(row.procs, row.nodes, row.size)], algorithms.index(row.algorithm)] = row.mean
+    true = time_matrix(targets, points, algorithms)
     regret = true[np.arange(len(points)), said.winner] / np.nanmin(true, axis=1) - 1.0
+    against = ({"judged_regret": float("nan"), "judged_cost": float("nan")} if judge is None else
+               judged(said.winner, np.nanargmin(true, axis=1),
+                      time_matrix(judge, points, algorithms)))
     return {"cells": len(measured),
             "machine_time": float((measured["n"] * measured["mean"]).sum()),
             "mean_regret": float(regret.mean()), "worst_regret": float(regret.max()),
             "predicted_regret": float(said.regret.mean()),
-            "predicted_regret_q95": said.mean_regret_upper()}
+            "predicted_regret_q95": said.mean_regret_upper(), **against}
+
+
+def exhaustive_judged(truth_table: pd.DataFrame, judge: pd.DataFrame) -> dict:
+    """The exhaustive campaign's own choice (its BEST at every point) timed in ``judge``: its
+    mean regret there (``judged_regret``; what measuring everything once reaches in another
+    campaign's launches) and the points both campaigns timed."""
+    table, other = checked_table(truth_table), checked_judge(truth_table, judge)
+    algorithms = sorted(set(table["algorithm"]))
+    points, _ = layout(table)
+    true = time_matrix(table, points, algorithms)
+    best = np.nanargmin(true, axis=1)
+    judge_times = time_matrix(other, points, algorithms)
+    common = np.isfinite(judge_times[np.arange(len(points)), best])
+    return {**judged(best, best, judge_times), "points": int(common.sum())}
+
+
+def checked_judge(table: pd.DataFrame, judge) -> pd.DataFrame:
+    """``judge`` as a truth table sharing cells with ``table`` (ValueError otherwise)."""
+    if not isinstance(judge, pd.DataFrame):
+        raise ValueError(f"judge: got {type(judge).__name__}, expected the DataFrame of "
+                         f"truth(summary, library) of another campaign")
+    check_columns(judge, TABLE_COLUMNS, "judge")
+    if not table.set_index(CELL).index.isin(judge.set_index(CELL).index).any():
+        raise ValueError(f"judge: got {len(judge)} cells, none of them a cell (procs, nodes, "
+                         f"size, algorithm) of the truth table; expected another campaign of "
+                         f"the same matrix")
+    return judge.reset_index(drop=True)
 
 
 def cells_at(table: pd.DataFrame, points: pd.DataFrame) -> pd.Series:
@@ -318,13 +382,17 @@ def chosen_rows(pool: pd.DataFrame, chosen, want: int, name: str) -> list:
 
 
 def replay(truth_table: pd.DataFrame, policy, batch: int, budget: int, seed: int,
-           held_out: pd.DataFrame | None = None, trees: int = TREES, until=None) -> pd.DataFrame:
+           held_out: pd.DataFrame | None = None, trees: int = TREES, until=None,
+           judge: pd.DataFrame | None = None) -> pd.DataFrame:
     """Measure (look up) the cells ``policy`` chooses, ``batch`` at a time, until ``budget``
     cells are measured (or all of them are), or until ``until(curve row)`` is true (``stop``:
     the adaptive stopping rule); after each batch, the surrogate's winners at the held-out
-    points (all points by default; else the given points, never measured). One row per batch:
-    ``CURVE_COLUMNS``. The same seed gives the same curve."""
+    points (all points by default; else the given points, never measured), and with ``judge``
+    (another campaign's truth table of the same cells) those winners timed there. One row per
+    batch: ``CURVE_COLUMNS``. The same seed gives the same curve."""
     table = checked_table(truth_table)
+    if judge is not None:
+        judge = checked_judge(table, judge)
     if not callable(policy):
         raise ValueError(f"policy: got {policy!r}, expected a function such as one of "
                          f"{sorted(POLICIES)}")
@@ -345,7 +413,7 @@ def replay(truth_table: pd.DataFrame, policy, batch: int, budget: int, seed: int
         open_cells = pool.drop(index=measured)
         chosen = policy(open_cells[CANDIDATE_COLUMNS], table.loc[measured, MEASURED_COLUMNS], rng, want)
         measured += chosen_rows(open_cells, chosen, want, name)
-        row = evaluate(table, table.loc[measured, MEASURED_COLUMNS], targets, trees, seed)
+        row = evaluate(table, table.loc[measured, MEASURED_COLUMNS], targets, trees, seed, judge)
         curve.append({"batch": len(curve) + 1, **row})
         if until is not None and until(curve[-1]):
             break

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -49,6 +50,8 @@ from ..analysis.surrogate import TREES, verdict
 from ..dnn import workload
 from ..errors import ConfigError, TuneError
 from ..results import store as results
+from ..results.launches import repetitions
+from ..results.view import statistic_view
 from . import config as _config
 from . import plan, tune
 
@@ -93,6 +96,26 @@ def candidates(cfg) -> pd.DataFrame:
     return frame
 
 
+def parse_budget(value) -> int | float:
+    """A budget: an integer >= 1 (cells per library) or a share of each library's cells as
+    ``"25%"`` (a float in (0, 1]); ValueError naming what was found otherwise."""
+    text = str(value).strip()
+    if isinstance(value, str) and text.endswith("%"):
+        try:
+            share = float(text[:-1]) / 100
+        except ValueError:
+            share = math.nan
+        if 0 < share <= 1:
+            return share
+    elif not isinstance(value, bool):
+        try:
+            return regret.whole(int(text) if isinstance(value, str) else value, "budget")
+        except ValueError:
+            pass
+    raise TuneError(f"budget: got {value!r}, expected cells per library (an integer >= 1) or a "
+                    f"share of each library's cells such as 25%")
+
+
 class Driver:
     """The adaptive tuning of ``campaign`` over the candidate cells of the config at
     ``configfile``; ``budget`` and ``batch`` are cells per library (``batch`` per round)."""
@@ -105,7 +128,8 @@ class Driver:
         with open(self.source) as fh:
             self.raw = yaml.safe_load(fh)
         self.campaign = campaign
-        self.budget = regret.whole(budget, "budget")
+        self.statistic = (self.cfg.report or {}).get("statistic", "mean")  # what a time is
+        self.budget = parse_budget(budget)
         self.batch = regret.whole(batch, "batch")
         self.profile, self.trees, self.close, self.log = profile, trees, close, log
         self.snakemake_args = list(snakemake_args)
@@ -116,6 +140,12 @@ class Driver:
         except ConfigError as exc:
             raise TuneError(str(exc)) from None
         self.by_id = self.cells.set_index("cell_id")
+
+    def budget_of(self, library: str) -> int:
+        """The cells ``library`` may measure: the budget, or its share of the library's cells."""
+        if isinstance(self.budget, int):
+            return self.budget
+        return max(1, math.ceil(self.budget * int((self.cells["library"] == library).sum())))
 
     # ------------------------------------------------------------------ state on disk
     @property
@@ -141,10 +171,12 @@ class Driver:
 
     def measured(self) -> pd.DataFrame:
         """The candidate cells that have a run document (any status), with their summary
-        statistics (``n``, ``mean``, ``status``)."""
+        statistics (``n``: repetitions over all its launches; ``mean``: its time under the
+        config's ``report.statistic``; ``status``)."""
         frame = results.summary_frame(self.store, keep=set(self.cells["cell_id"]))
         if frame.empty:
             return self.cells.iloc[:0].assign(n=[], mean=[], status=[])
+        frame = statistic_view(frame, self.statistic).assign(n=repetitions(frame))
         stats = frame.set_index("cell_id")[["n", "mean", "status", "ci_low", "ci_high"]]
         out = self.cells[self.cells["cell_id"].isin(stats.index)].copy()
         return out.join(stats, on="cell_id")
@@ -175,7 +207,7 @@ class Driver:
                 if not r.get("closing") and library in r["libraries"]]
         out["stopped"] = ("stopping rule" if out["rule_holds"] and len(held) >= regret.STOP_ROUNDS - 1
                           and all(held[len(held) - regret.STOP_ROUNDS + 1:]) else
-                          "budget spent" if len(lib_done) >= self.budget else
+                          "budget spent" if len(lib_done) >= self.budget_of(library) else
                           "every cell measured" if len(lib_done) >= len(lib_cells) else "")
         return out
 
@@ -186,7 +218,7 @@ class Driver:
         open_cells = lib_cells[~lib_cells["cell_id"].isin(lib_done["cell_id"])]
         open_cells = open_cells.set_index("cell_id", drop=False)
         timed = lib_done[timed_mask(lib_done)]
-        want = min(self.batch, self.budget - len(lib_done), len(open_cells))
+        want = min(self.batch, self.budget_of(library) - len(lib_done), len(open_cells))
         rng = np.random.default_rng([self.cfg.seed, round_no])
         chosen = regret.adaptive(open_cells[regret.CANDIDATE_COLUMNS],
                                  timed[regret.MEASURED_COLUMNS], rng, want, trees=self.trees)
@@ -338,7 +370,7 @@ class Driver:
             self.log(f"{library}: {len(group)} of {n} cells measured ({len(group) / n:.0%})")
         self.log(f"all: {len(frame)} of {total} cells; summary {self.store.summary}")
         return tune.tune(paths.results_root(), self.campaign, log=self.log,
-                         statistic=(self.cfg.report or {}).get("statistic", "mean"))
+                         statistic=self.statistic)
 
 
 def fmt(x) -> str:

@@ -31,6 +31,26 @@ def typed(parse, what):
     return conv
 
 
+def cells_or_share(text):
+    """An argument type: a count of cells (an integer >= 1) or a share such as ``25%``."""
+    text = str(text).strip()
+    if text.endswith("%"):
+        try:
+            share = float(text[:-1])
+        except ValueError:
+            share = 0.0
+        if 0 < share <= 100:
+            return text
+    else:
+        try:
+            if int(text) >= 1:
+                return int(text)
+        except ValueError:
+            pass
+    raise argparse.ArgumentTypeError(f"expected a number of cells (an integer >= 1) or a share "
+                                     f"of each library's cells such as 25%, got {text!r}")
+
+
 def int_at_least(low):
     """An argument type: an integer not below ``low``."""
     def conv(text):

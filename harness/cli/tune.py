@@ -8,7 +8,7 @@ from __future__ import annotations
 from .. import paths
 from ..campaign import config, tune, tune_verify
 from ..results.view import STATISTICS
-from .args import campaign_args, int_at_least, load_campaign
+from .args import campaign_args, cells_or_share, int_at_least, load_campaign
 
 
 def register(sub) -> None:
@@ -30,10 +30,10 @@ def register(sub) -> None:
                    help="then measure AUTO vs native:tuned in fresh interleaved launches at the "
                         "measured and held-out points (and Intel MPI's autotuner); writes "
                         "tables/tuned.* and figures tuned_<library>.*")
-    p.add_argument("--statistic", choices=STATISTICS, default="mean",
+    p.add_argument("--statistic", choices=STATISTICS, default=None,
                    help="the times the decisions compare: mean (Student-t interval) or median "
-                        "(order-statistics interval); the workflow passes the config's "
-                        "report.statistic (default: %(default)s)")
+                        "(order-statistics interval) (default: the report.statistic of "
+                        "--configfile when given, else mean)")
     g = p.add_argument_group("regret curves (--regret)")
     g.add_argument("--regret", action="store_true",
                    help="instead of tuning: take the campaign's summary as the exhaustive ground "
@@ -41,6 +41,12 @@ def register(sub) -> None:
                         "the fixed grid against it; writes tables/regret.*, "
                         "tables/regret_curve.csv, tables/regret_generalisation.* and "
                         "figures/<campaign>/regret_<library>.*")
+    g.add_argument("--judge", metavar="CAMPAIGN", default=None,
+                   help="another exhaustive campaign of the same cells (run minutes or days "
+                        "apart): every replayed choice is also timed in its launches; writes "
+                        "tables/regret_judged.* and a third panel per figure. One campaign's "
+                        "BEST carries its launches' noise; the judge says what a choice is "
+                        "worth in fresh launches, and what the exhaustive BEST itself is worth")
     g.add_argument("--seeds", type=int_at_least(1), default=3,
                    help="replays of the seeded policies (adaptive, random) per library; the "
                         "table gives the median and the range (default: %(default)s)")
@@ -62,8 +68,9 @@ def register(sub) -> None:
                         "predicted regret is below 5 %% with 95 %% confidence or the budget is "
                         "spent, into results/<campaign>/ (the campaign may differ from the "
                         "config's), then write the tuning files; rerun to resume")
-    a.add_argument("--budget", type=int_at_least(1), default=None,
-                   help="at most this many cells per library (default: the config's tune.budget)")
+    a.add_argument("--budget", type=cells_or_share, default=None,
+                   help="at most this many cells per library, or a share of each library's "
+                        "cells such as 25%% (default: the config's tune.budget)")
     a.add_argument("--profile", default=None,
                    help="the Snakemake profile each round runs with, e.g. slurm")
     a.add_argument("--no-close", dest="close", action="store_false",
@@ -75,6 +82,7 @@ def register(sub) -> None:
 def cmd_tune(args, parser) -> int:
     """Each library's decision table and tuning files; with --verify, the fresh launches;
     with --regret, the replayed regret curves instead."""
+    args.statistic = statistic(args, parser)
     if args.regret:
         return cmd_regret(args, parser)
     if args.compare:
@@ -101,6 +109,18 @@ def cmd_tune(args, parser) -> int:
     return 0
 
 
+def statistic(args, parser) -> str:
+    """``--statistic`` as given, else the config's ``report.statistic`` (``--configfile``),
+    else mean."""
+    if args.statistic or not args.configfile:
+        return args.statistic or "mean"
+    try:
+        cfg = config.load(args.configfile)
+    except config.ConfigError as exc:
+        parser.error(f"argument --configfile: {exc}")
+    return (cfg.report or {}).get("statistic", "mean")
+
+
 def cmd_regret(args, parser) -> int:
     """The regret curves, table and generalisation of ``--regret``, paths printed."""
     if args.verify or args.adaptive:
@@ -111,6 +131,15 @@ def cmd_regret(args, parser) -> int:
         summary = tune.load(paths.results_root(), args.campaign, statistic=args.statistic)
     except tune.TuneError as exc:
         parser.error(f"argument campaign: {exc}")
+    judge = None
+    if args.judge:
+        if args.judge == args.campaign:
+            parser.error(f"argument --judge: got {args.judge!r}, the campaign itself; expected "
+                         f"another campaign of the same cells")
+        try:
+            judge = tune.load(paths.results_root(), args.judge, statistic=args.statistic)
+        except tune.TuneError as exc:
+            parser.error(f"argument --judge: {exc}")
     shared = int(summary["shared_cpu"].eq(True).sum()) if "shared_cpu" in summary else 0
     if shared:  # the truth itself disturbed (harness/measure/placement.py)
         print(f"{args.campaign}: {shared} of {len(summary)} cells ran with two ranks "
@@ -123,9 +152,11 @@ def cmd_regret(args, parser) -> int:
         written = regret.make_regret(
             summary, paths.results_root() / args.campaign / "tables",
             paths.figures_root() / args.campaign, seeds=args.seeds, batch=args.batch,
-            log=lambda line: print(line, flush=True), **options)
+            log=lambda line: print(line, flush=True), judge=judge,
+            judge_name=args.judge or "judge", **options)
     except ValueError as exc:
-        parser.error(f"argument campaign: {args.campaign}: {exc}")
+        parser.error(f"argument --judge: {exc}" if str(exc).startswith("judge")
+                     else f"argument campaign: {args.campaign}: {exc}")
     for path in written:
         print(path)
     return 0
@@ -145,7 +176,7 @@ def cmd_adaptive(args, parser) -> int:
     budget = args.budget or settings.get("budget")
     if budget is None:
         parser.error(f"argument --budget: required with --adaptive: the cells per library to "
-                     f"measure at most (or tune.budget in {path})")
+                     f"measure at most, or their share such as 25% (or tune.budget in {path})")
     batch = args.batch or settings.get("batch") or 8
     from ..campaign import adaptive  # imports scikit-learn: only here
 
@@ -168,7 +199,7 @@ def cmd_compare(args, parser) -> int:
         summary = tune.load(root, args.compare, statistic=args.statistic)
     except tune.TuneError as exc:
         parser.error(f"argument --compare: {exc}")
-    from ..report import regret  # imports matplotlib and scikit-learn: only here
+    from ..report import tuning_compare as regret  # imports scikit-learn: only here
 
     try:
         frame = regret.compare_tunings(summary, root / args.compare / "tuning",

@@ -23,15 +23,11 @@ Outputs:
   (left) and machine time (right), log y, the 5 % line, the stopping rule's point, the
   exhaustive campaign's cells and time, and the autotuner's point (Intel MPI).
 
-``compare_tunings`` (``harness tune <c> --compare <truth>``) sets the tuning files of one
-campaign (e.g. an adaptive one) against those of the exhaustive truth, point by point of the
-truth: the algorithm each file runs there (AUTO where no rule matches), and their times in the
-truth where they differ: ``tables/tuning_vs_<truth>.{md,tex,csv}``.
+``harness tune <c> --compare <truth>`` is ``tuning_compare``.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -42,14 +38,16 @@ from ..analysis import regret
 from ..analysis.best import timed_mask
 from ..analysis.surrogate import TREES
 from ..fileio import atomic_write_text
+from ..results.launches import repetitions
 from ..results.store import allreduce_rows
-from ..tuning import Table
 from . import style, tables
+from .regret_judged import (JUDGED_CAPTION, JUDGED_COLUMNS, JUDGED_SHARES, judge_table,
+                            judged_display, judged_panel, judged_rows)
+from .regret_style import FLOOR, POLICY_STYLE, median_curve, percent, spread
 
 AUTOTUNER = "native:autotuner"
 AUTOTUNER_LABEL = "Intel MPI autotuner"
 SEEDED = ("adaptive", "random")  # the policies whose picks depend on the seed
-FLOOR = 1e-4  # a regret of 0 is drawn here on the log axis
 CURVE_COLUMNS = ["library", "policy", "seed", *regret.CURVE_COLUMNS]
 TABLE_COLUMNS = ["library", "policy", "seeds", "reached", "cells_5pct", "cells_5pct_low",
                  "cells_5pct_high", "time_5pct", "time_5pct_low", "time_5pct_high",
@@ -101,15 +99,16 @@ def truth_tables(summary: pd.DataFrame, libraries=None) -> dict[str, pd.DataFram
 
 
 def replay_all(table: pd.DataFrame, library: str, seeds: int, batch: int,
-               trees: int = TREES, log=None) -> pd.DataFrame:
-    """Every policy's curve over the whole truth table: ``CURVE_COLUMNS``."""
+               trees: int = TREES, log=None, judge: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every policy's curve over the whole truth table (with ``judge``, another campaign's
+    truth table, its choices also timed there): ``CURVE_COLUMNS``."""
     seeds, batch = regret.whole(seeds, "seeds"), regret.whole(batch, "batch")
     frames = []
     for name in sorted(regret.POLICIES):
         policy = regret.adaptive_with(trees) if name == "adaptive" else regret.POLICIES[name]
         for seed in range(seeds if name in SEEDED else 1):
             curve = regret.replay(table, policy, batch=batch, budget=len(table), seed=seed,
-                                  trees=trees)
+                                  trees=trees, judge=judge)
             frames.append(curve.assign(library=library, policy=name, seed=seed))
             if log:
                 got = regret.reach(curve)
@@ -139,16 +138,12 @@ def autotuner_point(summary: pd.DataFrame, table: pd.DataFrame, library: str) ->
     ratio = mean / best.loc[[k for k, a in zip(keys, at) if a]].to_numpy(float) - 1.0
     warmup = pd.to_numeric(rows.get("warmup"), errors="coerce").fillna(0).to_numpy(float) \
         if "warmup" in rows else np.zeros(len(rows))
-    calls = warmup + pd.to_numeric(rows["n"]).to_numpy(float)
+    launches = pd.to_numeric(rows.get("launches"), errors="coerce").fillna(1).clip(lower=1) \
+        .to_numpy(float) if "launches" in rows else np.ones(len(rows))
+    calls = warmup * launches + repetitions(rows).to_numpy(float)  # warm-up in every launch
     return {"points": int(len(rows)), "calls": int(calls.sum()),
             "machine_time": float((calls * mean).sum()),
             "mean_regret": float(ratio.mean()), "worst_regret": float(ratio.max())}
-
-
-def spread(values) -> tuple[float, float, float]:
-    """(median, min, max) of ``values``; inf stands for 'not reached'."""
-    v = np.asarray(values, dtype=float)
-    return float(np.median(v)), float(v.min()), float(v.max())
 
 
 def table_rows(curves: pd.DataFrame, table: pd.DataFrame, library: str,
@@ -214,10 +209,6 @@ def leave_one_out(table: pd.DataFrame, library: str, seed: int = 0,
     return rows
 
 
-def percent(x) -> str:
-    return f"{100 * x:.1f} %" if isinstance(x, (int, float)) and math.isfinite(x) else ""
-
-
 def count_range(mid, low, high) -> str:
     if not math.isfinite(mid):
         return "not reached"
@@ -276,33 +267,12 @@ def generalisation_display(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-POLICY_STYLE = {"adaptive": ("#d62728", "adaptive (surrogate)"),
-                "random": ("#1f77b4", "random cells"), "grid": ("#2ca02c", "fixed grid")}
-
-
-def median_curve(group: pd.DataFrame, x: str, column: str) -> tuple[np.ndarray, np.ndarray,
-                                                                     np.ndarray, np.ndarray]:
-    """(x, median, min, max) of ``column`` over the seeds of one policy: on the cells axis the
-    seeds share their x; on the time axis each seed's step curve is read on a common grid."""
-    seeds = [g for _, g in group.groupby("seed", sort=True)]
-    if x == "cells":
-        grid = np.array(sorted(set(group["cells"])), dtype=float)
-    else:
-        lo, hi = group[x].min(), group[x].max()
-        grid = np.linspace(lo, hi, 400) if hi > lo else np.array([lo, hi], float)
-    values = []
-    for g in seeds:
-        xs, ys = g[x].to_numpy(float), g[column].to_numpy(float)
-        idx = np.searchsorted(xs, grid, side="right") - 1  # the last batch done by then
-        values.append(np.where(idx >= 0, ys[np.clip(idx, 0, None)], np.nan))
-    v = np.vstack(values)
-    with np.errstate(all="ignore"):
-        return grid, np.nanmedian(v, axis=0), np.nanmin(v, axis=0), np.nanmax(v, axis=0)
-
-
 def figure(curves: pd.DataFrame, table: pd.DataFrame, library: str, path,
-           autotuner: dict | None = None) -> list[Path]:
-    """Mean (solid) and worst (dashed) regret against cells measured and machine time."""
+           autotuner: dict | None = None, judged_floor: float | None = None,
+           judge_name: str = "judge") -> list[Path]:
+    """Mean (solid) and worst (dashed) regret against cells measured and machine time; with
+    ``judged_floor`` (the exhaustive campaign's regret in the judging campaign), a third panel:
+    the choices' mean regret in the judging campaign against cells measured."""
     from matplotlib.figure import Figure  # no pyplot: drawn in the workflow's threads too
 
     d = curves[curves["library"] == library]
@@ -311,8 +281,13 @@ def figure(curves: pd.DataFrame, table: pd.DataFrame, library: str, path,
         return style.placeholder(path, title, "no replay curves")
     style.setup()
     full = regret.exhaustive(table)
-    fig = Figure(figsize=(9.0, 3.4))
-    axes = fig.subplots(1, 2, sharey=True)
+    judged = judged_floor is not None
+    fig = Figure(figsize=(13.5 if judged else 9.0, 3.6))
+    axes = fig.subplots(1, 3 if judged else 2)
+    axes[1].sharey(axes[0])
+    axes[1].tick_params(labelleft=False)
+    if judged:
+        judged_panel(axes[2], d, full["cells"], judged_floor, judge_name)
     for ax, x, label, total in ((axes[0], "cells", "cells measured", full["cells"]),
                                 (axes[1], "machine_time", "machine time (s)",
                                  full["machine_time"])):
@@ -362,18 +337,23 @@ def figure(curves: pd.DataFrame, table: pd.DataFrame, library: str, path,
 
 def make_regret(summary: pd.DataFrame, tables_dir, figures_dir, seeds: int = 3,
                 batch: int | None = None, trees: int = TREES, libraries=None,
-                log=None) -> list[Path]:
+                log=None, judge: pd.DataFrame | None = None, judge_name: str = "judge") -> list[Path]:
     """Every output of the module doc from ``summary`` (the exhaustive campaign). ``batch``:
-    cells per batch of every replay (default: a 25th of the library's cells, at least 4)."""
+    cells per batch of every replay (default: a 25th of the library's cells, at least 4).
+    ``judge``: the summary of another exhaustive campaign of the same cells (``judge_name``):
+    every choice is also timed there (``tables/regret_judged``, the figures' third panel)."""
     truths = truth_tables(summary, libraries)
-    curves, rows, general, points = [], [], [], {}
+    judges = {} if judge is None else {lib: judge_table(judge, lib, judge_name) for lib in truths}
+    curves, rows, general, points, judged = [], [], [], {}, []
     for library, table in truths.items():
         size = batch if batch is not None else max(4, len(table) // 25)
-        curve = replay_all(table, library, seeds, size, trees, log)
+        curve = replay_all(table, library, seeds, size, trees, log, judges.get(library))
         points[library] = autotuner_point(summary, table, library)
         curves.append(curve)
         rows += table_rows(curve, table, library, points[library])
         general += leave_one_out(table, library, trees=trees)
+        if library in judges:
+            judged += judged_rows(curve, table, judges[library], library, judge_name)
     curves = pd.concat(curves, ignore_index=True)
     frame = pd.DataFrame(rows).reindex(columns=TABLE_COLUMNS)
     gen = pd.DataFrame(general).reindex(columns=GENERALISATION_COLUMNS)
@@ -383,78 +363,19 @@ def make_regret(summary: pd.DataFrame, tables_dir, figures_dir, seeds: int = 3,
     written += tables.write_table(gen, tables_dir / "regret_generalisation",
                                   GENERALISATION_CAPTION,
                                   **tables.cells_of(generalisation_display(gen)))
+    if judged:
+        frame = pd.DataFrame(judged).reindex(columns=JUDGED_COLUMNS)
+        shares = ", ".join(percent(x) for x in JUDGED_SHARES)
+        written += tables.write_table(
+            frame, tables_dir / "regret_judged",
+            JUDGED_CAPTION.format(truth=tables_dir.parent.name, judge=judge_name, shares=shares),
+            **tables.cells_of(judged_display(frame)))
     path = tables_dir / "regret_curve.csv"
     atomic_write_text(path, curves.to_csv(index=False))
     written.append(path)
     for library, table in truths.items():
+        floor = (regret.exhaustive_judged(table, judges[library])["judged_regret"]
+                 if library in judges else None)
         written += figure(curves, table, library, figures_dir / f"regret_{library}",
-                          points[library])
+                          points[library], judged_floor=floor, judge_name=judge_name)
     return written
-
-
-COMPARE_COLUMNS = ["library", "procs", "nodes", "size", "exhaustive", "other", "same",
-                   "exhaustive_regret", "other_regret", "cost"]
-COMPARE_CAPTION = ("The tuning files of {other} against those of the exhaustive {truth} at every "
-                   "point of {truth}: the algorithm each runs there (AUTO where no rule matches), "
-                   "its regret t/t(BEST) - 1 in {truth}'s measurements, and where they differ the "
-                   "cost t(other's choice)/t(exhaustive's choice) - 1.")
-
-
-def compare_tunings(summary: pd.DataFrame, truth_dir, other_dir) -> pd.DataFrame:
-    """Per library tuned in both ``truth_dir`` and ``other_dir`` (``tuning/`` directories)
-    and per point of the truth: ``COMPARE_COLUMNS``. ValueError when no library is in both."""
-    truth_dir, other_dir = Path(truth_dir), Path(other_dir)
-    both = sorted({p.stem for p in truth_dir.glob("*.json")} & {p.stem for p in other_dir.glob("*.json")}
-                  - {"decisions"})
-    both = [lib for lib in both if not lib.startswith("verify-")]
-    if not both:
-        raise ValueError(f"tuning: no library has tuning files in both {truth_dir} and "
-                         f"{other_dir}; expected `harness tune` run on each campaign first")
-    rows = []
-    for library in both:
-        tabs = [Table.from_dict(json.loads((d / f"{library}.json").read_text())["table"])
-                for d in (truth_dir, other_dir)]
-        table = regret.truth(summary, library)
-        times = table.set_index([*regret.POINT, "algorithm"])["mean"]
-        for point, group in table.groupby(regret.POINT, sort=True):
-            picks = [f"native:{t.lookup(int(point[0]), int(point[2])) or 'auto'}" for t in tabs]
-            got = [times.get((*point, a), math.nan) for a in picks]
-            best = float(group["best_mean"].iloc[0])
-            rows.append({"library": library, "procs": int(point[0]), "nodes": int(point[1]),
-                         "size": int(point[2]), "exhaustive": picks[0], "other": picks[1],
-                         "same": picks[0] == picks[1], "exhaustive_regret": got[0] / best - 1,
-                         "other_regret": got[1] / best - 1,
-                         "cost": math.nan if picks[0] == picks[1] else got[1] / got[0] - 1})
-    return pd.DataFrame(rows, columns=COMPARE_COLUMNS)
-
-
-NOISE_COLUMNS = ["library", "cells", "median_change", "p90_change"]
-
-
-def campaign_noise(truth: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
-    """Per library, the cells timed in both summaries (same ``cell_id``, neither failed) and
-    how far apart their times are: the median and the 90th percentile of |t(other) /
-    t(truth) - 1|. Two campaigns measure each cell in launches minutes apart; regrets and
-    costs below this are the launches' own noise, not the tuning's."""
-    timed = [d[d["status"].isin(["ok", "not-converged"]) & (d["mean"] > 0)]
-             [["library", "cell_id", "mean"]] for d in (truth, other)]
-    both = timed[0].merge(timed[1], on=["library", "cell_id"], suffixes=("_truth", "_other"))
-    change = (both["mean_other"] / both["mean_truth"] - 1).abs()
-    rows = [{"library": lib, "cells": len(c), "median_change": float(c.median()),
-             "p90_change": float(c.quantile(0.9))}
-            for lib, c in change.groupby(both["library"], sort=True)]
-    return pd.DataFrame(rows, columns=NOISE_COLUMNS)
-
-
-def write_comparison(frame: pd.DataFrame, tables_dir, truth: str, other: str) -> list[Path]:
-    shown = pd.DataFrame({
-        "library": frame["library"].map(style.library_title), "P": frame["procs"].astype(str),
-        "size": frame["size"].map(tables.format_size),
-        truth: frame["exhaustive"].map(tables.algorithm_label),
-        other: frame["other"].map(tables.algorithm_label),
-        f"regret {truth}": frame["exhaustive_regret"].map(percent),
-        f"regret {other}": frame["other_regret"].map(percent),
-        "cost where they differ": frame["cost"].map(percent)})
-    return tables.write_table(frame, Path(tables_dir) / f"tuning_vs_{truth}",
-                              COMPARE_CAPTION.format(truth=truth, other=other),
-                              **tables.cells_of(shown))

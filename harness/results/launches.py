@@ -118,6 +118,19 @@ def combine(rows: list[dict], confidence: float = 0.95, precision: float = 0.025
     return base
 
 
+def repetitions(frame):
+    """The timed repetitions of each summary row over all its launches (a pandas Series):
+    ``within_n`` where a row combines several launches (its ``n`` counts launch means there),
+    else ``n``."""
+    import pandas as pd
+
+    n = pd.to_numeric(frame["n"], errors="coerce").astype(float)
+    if "within_n" not in frame or "launches" not in frame:
+        return n
+    many = pd.to_numeric(frame["launches"], errors="coerce").astype(float) > 1
+    return n.where(~many, pd.to_numeric(frame["within_n"], errors="coerce").astype(float))
+
+
 def odd_launches(usable: list[dict], means) -> str | None:
     """The launches whose mean lies more than ``ODD`` from the median launch mean, as JSON
     (``[]`` for none); None with fewer than three launches."""

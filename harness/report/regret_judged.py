@@ -1,0 +1,102 @@
+"""``harness tune <c> --regret --judge <c2>``: the replayed choices timed in a second
+campaign of the same cells (``harness.analysis.regret.judged``): ``tables/regret_judged`` (the
+exhaustive BEST's own regret there, and each policy's regret and cost against that BEST after
+10 %, 25 % and 50 % of the cells) and the figures' third panel."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..analysis import regret
+from . import style
+from .regret_style import POLICY_STYLE, median_curve, percent, spread
+
+QUARTER = 0.25  # the share of the exhaustive cells the judged table reads the curves at
+JUDGED_SHARES = (0.1, QUARTER, 0.5)
+JUDGED_COLUMNS = ["library", "judge", "policy", "seeds", "share", "cells", "judged_regret",
+                  "judged_regret_low", "judged_regret_high", "judged_cost", "judged_cost_low",
+                  "judged_cost_high", "points"]
+JUDGED_CAPTION = ("The choices replayed against {truth} timed in {judge}, another exhaustive "
+                  "campaign of the same cells (its own launches): the mean regret t/t(BEST) - 1 "
+                  "there, and the mean cost against the exhaustive campaign's choices, "
+                  "t(choice)/t({truth}'s BEST) - 1, after {shares} of {truth}'s cells (median "
+                  "over the seeds [min, max]). The exhaustive row is {truth}'s BEST itself: what "
+                  "measuring every cell once reaches in other launches, the floor a policy can "
+                  "reach; a cost near 0 means the policy tunes as well as the exhaustive "
+                  "campaign.")
+
+
+def judged_rows(curves: pd.DataFrame, table: pd.DataFrame, judge: pd.DataFrame,
+                library: str, judge_name: str) -> list[dict]:
+    """The rows of ``regret_judged.csv`` of one library (``JUDGED_COLUMNS``): the exhaustive
+    campaign's own choice, then each policy at each share of ``JUDGED_SHARES``."""
+    floor = regret.exhaustive_judged(table, judge)
+    rows = [{"library": library, "judge": judge_name, "policy": "exhaustive", "seeds": 1,
+             "share": 1.0, "cells": len(table), "judged_regret": floor["judged_regret"],
+             "judged_cost": 0.0, "points": floor["points"]}]
+    for name, group in curves[curves["library"] == library].groupby("policy", sort=True):
+        for share in JUDGED_SHARES:
+            want = share * len(table)
+            reached = [g[g["cells"] >= want].iloc[0] for _, g in group.groupby("seed", sort=True)
+                       if (g["cells"] >= want).any()]
+            if not reached:
+                continue
+            at = pd.DataFrame(reached)
+            row = {"library": library, "judge": judge_name, "policy": name,
+                   "seeds": len(at), "share": share, "cells": float(at["cells"].median()),
+                   "points": floor["points"]}
+            for column in ("judged_regret", "judged_cost"):
+                mid, low, high = spread(at[column])
+                row.update({column: mid, f"{column}_low": low, f"{column}_high": high})
+            rows.append(row)
+    return rows
+
+
+def judged_display(frame: pd.DataFrame) -> pd.DataFrame:
+    out = []
+    for r in frame.to_dict("records"):
+        ranged = (lambda k: percent(r[k]) if r["policy"] == "exhaustive" or r[f"{k}_low"] ==
+                  r[f"{k}_high"] else f"{percent(r[k])} [{percent(r[f'{k}_low'])}, "
+                  f"{percent(r[f'{k}_high'])}]")
+        out.append({"library": style.library_title(r["library"]), "policy": r["policy"],
+                    "cells": f"{r['cells']:g} ({percent(r['share'])})",
+                    f"regret in {r['judge']}": ranged("judged_regret"),
+                    "cost vs exhaustive": ranged("judged_cost")})
+    return pd.DataFrame(out)
+
+
+def judged_panel(ax, d: pd.DataFrame, total: int, floor: float, judge_name: str) -> None:
+    """The choices timed in the judging campaign: their mean cost against the exhaustive
+    campaign's BEST (0: as good; median over the seeds, their range shaded) against cells
+    measured, the 5 % line and the quarter of the cells (dotted); the exhaustive BEST's own
+    regret there in the legend."""
+    for name, group in d.groupby("policy", sort=True):
+        color, _ = POLICY_STYLE.get(name, ("0.4", name))
+        gx, mid, low, high = median_curve(group, "cells", "judged_cost")
+        ax.plot(gx, 100 * mid, lw=1.6, color=color, drawstyle="steps-post")
+        if group["seed"].nunique() > 1:
+            ax.fill_between(gx, 100 * low, 100 * high, color=color, alpha=0.15, step="post", lw=0)
+    ax.axhline(0, color="k", lw=1.0, ls="-.",
+               label=f"exhaustive BEST (its regret there: {percent(floor)})")
+    ax.axhline(100 * regret.TARGET, color="0.3", lw=0.8, ls=":")
+    ax.axvline(QUARTER * total, color="0.5", lw=0.8, ls=":")
+    ax.annotate("a quarter of the cells", (QUARTER * total, 1.0), xytext=(3, 0),
+                textcoords="offset points", rotation=90, ha="left", va="top", fontsize=7,
+                color="0.4", xycoords=("data", "axes fraction"))
+    top = np.nanmax(np.r_[d["judged_cost"].to_numpy(float), regret.TARGET])
+    ax.set_ylim(min(-0.05, np.nanmin(d["judged_cost"].to_numpy(float))) * 100 - 1,
+                min(top, 1.0) * 100 + 2)
+    ax.set_xlim(0, total * 1.03)
+    ax.set_xlabel("cells measured")
+    ax.set_ylabel("cost vs the exhaustive BEST (%)")
+    ax.set_title(f"the same choices timed in {judge_name}", fontsize=9)
+    ax.legend(fontsize=7, loc="upper right")
+
+
+def judge_table(judge: pd.DataFrame, library: str, name: str) -> pd.DataFrame:
+    """The truth table of ``library`` in the judging campaign (ValueError naming it)."""
+    try:
+        return regret.truth(judge, library)
+    except ValueError as exc:
+        raise ValueError(f"judge {name}: {exc}") from None
