@@ -48,12 +48,15 @@ def model(algorithm: str, procs: int, size: int) -> float:
 
 class Fake:
     """The measurement replaced by the model: ``measure`` records the cells of a round as
-    measured (``interrupt_after``: rounds measured before a KeyboardInterrupt)."""
+    measured and leaves an (empty) run document per launch (``interrupt_after``: rounds
+    measured before a KeyboardInterrupt; ``cut_short``: the round whose launches after the
+    first are killed, e.g. with its Slurm allocation)."""
 
-    def __init__(self, interrupt_after=None):
+    def __init__(self, interrupt_after=None, cut_short=None):
         self.done: dict = {}
         self.measured_rounds: list = []
         self.interrupt_after = interrupt_after
+        self.cut_short = cut_short
 
     def install(self, monkeypatch):
         fake = self
@@ -62,11 +65,20 @@ class Fake:
             if fake.interrupt_after is not None and len(fake.measured_rounds) >= fake.interrupt_after:
                 raise KeyboardInterrupt
             ids = [c for lib in doc["libraries"].values() for c in lib["cells"]]
-            assert not set(ids) & set(fake.done), "a cell measured twice"
+            again = doc["round"] in fake.measured_rounds  # resumed: its missing launches only
+            assert again or not set(ids) & set(fake.done), "a cell measured twice"
             fake.measured_rounds.append(doc["round"])
             for cid in ids:
                 r = driver.by_id.loc[cid]
                 fake.done[cid] = model(r.algorithm, r.procs, r.size)
+            (driver.store.dir / "runs").mkdir(parents=True, exist_ok=True)
+            for run in driver.planned_runs(doc):
+                if fake.cut_short == doc["round"] and run.launch > 0:
+                    continue
+                (driver.store.dir / "runs" / f"{run.run_id}.json").touch()
+            if fake.cut_short == doc["round"]:
+                fake.cut_short = None
+                raise KeyboardInterrupt
 
         def measured(driver):
             rows = driver.cells[driver.cells["cell_id"].isin(fake.done)].copy()
@@ -155,10 +167,32 @@ def test_an_interrupted_driver_resumes_from_its_rounds(tmp_path, results, monkey
     lines = []
     again = adaptive.Driver(path, "ad", budget=30, batch=6, trees=20, log=lines.append)
     again.run()
-    assert lines[0] == f"resuming round 2: {len(round2)} of its cells have no run document yet"
+    runs = len(again.planned_runs(again.rounds()[1]))
+    assert lines[0] == f"resuming round 2: {runs} of its runs (launches) have no run document yet"
     assert fake.measured_rounds[:2] == [1, 2] and set(round2) <= set(fake.done)
     numbers = [r["round"] for r in again.rounds()]
     assert numbers == list(range(1, len(numbers) + 1))
+
+
+def test_a_round_whose_later_launches_were_cut_short_is_measured_again(tmp_path, results,
+                                                                       monkeypatch):
+    """stopping.launches 2: round 1's first launches finished, its second ones did not; every
+    cell of it has a run document, yet the round is measured again before anything is chosen
+    from it (a mean of one launch where the config asks for two)."""
+    path = write(tmp_path, stopping={**FAST_STOP, "launches": 2})
+    fake = Fake(cut_short=1).install(monkeypatch)
+    driver = adaptive.Driver(path, "ad", budget=30, batch=6, trees=20, log=lambda _: None)
+    with pytest.raises(KeyboardInterrupt):
+        driver.run()
+    first = driver.rounds()[0]
+    runs = driver.planned_runs(first)
+    assert {r.launch for r in runs} == {0, 1} and driver.unfinished(first) == len(runs) // 2
+    lines = []
+    again = adaptive.Driver(path, "ad", budget=30, batch=6, trees=20, log=lines.append)
+    again.run()
+    assert lines[0] == (f"resuming round 1: {len(runs) // 2} of its runs (launches) have no run "
+                        f"document yet")
+    assert fake.measured_rounds[:3] == [1, 1, 2] and again.unfinished(first) == 0
 
 
 def test_bad_input_names_the_argument(tmp_path, results, capsys):

@@ -255,3 +255,22 @@ def test_campaign_noise_is_how_far_apart_two_campaigns_time_the_same_cells():
     assert row.median_change == pytest.approx(0.1)  # |1.1/1 - 1|, |1/2 - 1|, |4/4 - 1|
     assert row.p90_change == pytest.approx(0.5 - 0.2 * 0.4)  # between 0.1 and 0.5
     assert tuning_compare.campaign_noise(truth, other.iloc[:0]).empty
+
+
+def test_the_statistic_defaults_to_the_report_statistic_of_the_configfile(tmp_path):
+    import argparse
+
+    from harness.cli import tune as tune_cli
+
+    from conftest import REPO
+
+    shipped = str(REPO / "config" / "tuning-truth.yaml")
+    text = open(shipped).read()
+    median = tmp_path / "median.yaml"
+    median.write_text(text + "\nreport:\n  statistic: median\n")
+    parser = argparse.ArgumentParser()
+    for given, configfile, want in ((None, None, "mean"), (None, str(median), "median"),
+                                    ("mean", str(median), "mean"),
+                                    (None, shipped, "mean")):
+        args = argparse.Namespace(statistic=given, configfile=configfile)
+        assert tune_cli.statistic(args, parser) == want, (given, configfile)

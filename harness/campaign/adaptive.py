@@ -270,6 +270,25 @@ class Driver:
         doc["experiments"] = experiments
         return doc
 
+    def planned_runs(self, doc: dict) -> list:
+        """The runs (every launch of ``stopping.launches``) that measure a round's cells."""
+        wanted = [c for lib in doc["libraries"].values() for c in lib["cells"]]
+        if not wanted:
+            return []
+        path = self.dir / f"round-{doc['round']}.yaml"
+        check = _config.validate(self.round_config(wanted), source=str(path))
+        runs = plan.expand(check)
+        planned = {c.cell_id for r in runs for c in r.cells}
+        if planned != set(wanted):
+            raise TuneError(f"{path}: the round config plans {len(planned)} cells, expected the "
+                            f"{len(wanted)} chosen ones (a cell's id changed)")
+        return runs
+
+    def unfinished(self, doc: dict) -> int:
+        """How many of a round's runs have no run document (a launch cut short)."""
+        return sum(not (self.store.dir / "runs" / f"{r.run_id}.json").is_file()
+                   for r in self.planned_runs(doc))
+
     def measure(self, doc: dict) -> None:
         """Write the round's config and run Snakemake on it up to the summary."""
         k = doc["round"]
@@ -279,11 +298,7 @@ class Driver:
         config_doc = self.round_config(wanted)
         path = self.dir / f"round-{k}.yaml"
         fileio.atomic_write_text(path, yaml.safe_dump(config_doc, sort_keys=False))
-        check = _config.validate(config_doc, source=str(path))
-        planned = {c.cell_id for r in plan.expand(check) for c in r.cells}
-        if planned != set(wanted):
-            raise TuneError(f"{path}: the round config plans {len(planned)} cells, expected the "
-                            f"{len(wanted)} chosen ones (a cell's id changed)")
+        self.planned_runs(doc)  # the round config plans exactly the chosen cells
         snakemake = Path(sys.executable).parent / "snakemake"
         cmd = [str(snakemake), "--snakefile", str(paths.REPO_ROOT / "Snakefile"),
                "--directory", str(self.dir / "work"), "--configfile", str(path.resolve()),
@@ -312,17 +327,14 @@ class Driver:
 
     def loop(self) -> dict:
         recorded = self.rounds()
-        if recorded:
-            done = set(self.measured()["cell_id"])
-            last = recorded[-1]
-            missing = [c for lib in last["libraries"].values() for c in lib["cells"]
-                       if c not in done]
+        for doc in recorded:  # every launch of every round, before anything is chosen from them
+            missing = self.unfinished(doc)
             if missing:
-                self.log(f"resuming round {last['round']}: {len(missing)} of its cells have no "
-                         f"run document yet")
-                self.measure(last)
-            if last.get("closing"):
-                return self.finish()
+                self.log(f"resuming round {doc['round']}: {missing} of its runs (launches) have "
+                         f"no run document yet")
+                self.measure(doc)
+        if recorded and recorded[-1].get("closing"):
+            return self.finish()
         libraries = sorted(self.cells["library"].unique())
         while True:
             done = self.measured()
