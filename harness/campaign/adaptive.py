@@ -11,8 +11,8 @@ included, at every planned point without delay), then measures them in rounds, p
    winner is least certain (``regret.adaptive``);
 3. a library stops when the stopping rule holds (``regret.stop``: the predicted regret averaged
    over the points is below 5 % with 95 % confidence) after two rounds in a row
-   (``regret.STOP_ROUNDS``; ``regret.fired`` in the replays) or its budget (cells per library)
-   is spent;
+   (``regret.STOP_ROUNDS``; ``regret.fired`` in the replays) or its budget (cells per library,
+   or a share of each library's cells such as ``25%``) is spent;
 4. the closing round (unless ``close=False``) measures AUTO and the predicted winner wherever
    either is missing, so that every rule of the tuning file stands on measured evidence;
 5. the summary of the measured cells is written and turned into the tuning files by
@@ -24,9 +24,10 @@ library, algorithm and P, holding the chosen sizes; the cells keep their ids) an
 Snakemake on it with the campaign's name (``--profile slurm`` passed through), so results land
 in the campaign's store. ``results/<c>/adaptive/rounds.jsonl`` records every round when it is
 chosen (round, per library the cells chosen, the cells measured before it, the predicted regret
-and its q95). Resume: rerunning the same command measures the last recorded round again if its
-cells are not all in run documents (Snakemake and the runs' journals skip what was measured)
-and continues from there; a cell with a run document is never chosen again.
+and its q95). Resume: rerunning the same command first measures again every recorded round
+whose runs (every launch of ``stopping.launches``) are not all in run documents (Snakemake and
+the runs' journals skip what was measured), then continues; a cell with a run document is
+never chosen again.
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ def candidates(cfg) -> pd.DataFrame:
 
 def parse_budget(value) -> int | float:
     """A budget: an integer >= 1 (cells per library) or a share of each library's cells as
-    ``"25%"`` (a float in (0, 1]); ValueError naming what was found otherwise."""
+    ``"25%"`` (a float in (0, 1]); TuneError naming what was found otherwise."""
     text = str(value).strip()
     if isinstance(value, str) and text.endswith("%"):
         try:
