@@ -69,8 +69,10 @@ def register(sub) -> None:
                         "spent, into results/<campaign>/ (the campaign may differ from the "
                         "config's), then write the tuning files; rerun to resume")
     a.add_argument("--budget", type=cells_or_share, default=None,
-                   help="at most this many cells per library, or a share of each library's "
-                        "cells such as 25%% (default: the config's tune.budget)")
+                   help="at most this many cells per library chosen by the surrogate, or a "
+                        "share of each library's cells such as 25%%; the closing round then "
+                        "adds AUTO and the predicted winner wherever either is missing "
+                        "(default: the config's tune.budget)")
     a.add_argument("--profile", default=None,
                    help="the Snakemake profile each round runs with, e.g. slurm")
     a.add_argument("--no-close", dest="close", action="store_false",
