@@ -195,6 +195,38 @@ def test_a_round_whose_later_launches_were_cut_short_is_measured_again(tmp_path,
     assert fake.measured_rounds[:3] == [1, 1, 2] and again.unfinished(first) == 0
 
 
+def test_the_gaussian_process_can_drive_the_rounds_and_each_round_names_its_surrogate(
+        tmp_path, results, monkeypatch):
+    fake = Fake().install(monkeypatch)
+    path = write(tmp_path, tune={"surrogate": "gp"})
+    seen = {}
+    real = adaptive.Driver
+
+    class Spy(real):  # what the command line builds from the config's tune.surrogate
+        def __init__(self, *args, **kwargs):
+            seen.update(kwargs)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(adaptive, "Driver", Spy)
+    from harness.cli import main
+    assert main(["tune", "ad", "--adaptive", "--budget", "30", "--batch", "6", "--trees", "20",
+                 "--configfile", str(path)]) == 0
+    assert seen["surrogate"] == "gp"
+    rounds = [json.loads(line) for line in
+              (results / "ad" / "adaptive" / "rounds.jsonl").read_text().splitlines()]
+    assert {r["surrogate"] for r in rounds} == {"gp"} and rounds[-1]["closing"]
+    chosen = [c for r in rounds if not r["closing"] for c in r["libraries"]["mpich"]["cells"]]
+    assert len(chosen) == len(set(chosen)) <= 30 and set(chosen) <= set(fake.done)
+    later = [r["libraries"]["mpich"] for r in rounds if not r["closing"]][2:]
+    assert all(r["predicted_regret_q95"] is not None for r in later)
+    # --surrogate wins over the config
+    seen.clear()
+    other = write(tmp_path, name="ad2", tune={"surrogate": "gp"})
+    main(["tune", "ad2", "--adaptive", "--budget", "6", "--batch", "6", "--trees", "10",
+          "--surrogate", "forest", "--configfile", str(other)])
+    assert seen["surrogate"] == "forest"
+
+
 def test_bad_input_names_the_argument(tmp_path, results, capsys):
     from harness.cli import main
 
@@ -214,6 +246,8 @@ def test_bad_input_names_the_argument(tmp_path, results, capsys):
             "argument --budget: expected a number of cells (an integer >= 1) or a share of each "
             f"library's cells such as 25%, got {bad!r}")
     assert "argument --adaptive: not allowed with --verify" in error("--budget", "3", "--verify")
+    assert "argument --surrogate: invalid choice: 'tree'" in error("--budget", "3", "--surrogate",
+                                                                    "tree")
     missing = tmp_path / "nope.yaml"
     with pytest.raises(SystemExit):
         main(["tune", "ad", "--adaptive", "--budget", "3", "--configfile", str(missing)])

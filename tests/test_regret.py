@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.analysis import regret, surrogate
+from harness.analysis import policies, regret, surrogate
 from harness.results.store import SUMMARY_COLUMNS
 from test_report import row
 
@@ -158,7 +158,7 @@ def test_surrogate_predicts_the_winner_on_fully_measured_data(table):
 def test_replay_is_reproducible_and_exhaustive_budget_ends_at_zero(table, name):
     # 3 P values x 8 sizes of the synthetic data: the same structure, fewer forests to fit
     small = table[table["procs"].isin([2, 6, 16]) & table["size"].isin(SIZES[::3])]
-    policy = regret.adaptive_with(10) if name == "adaptive" else regret.POLICIES[name]
+    policy = policies.adaptive_with(10) if name == "adaptive" else regret.POLICIES[name]
     seeds = (3, 3, 4) if name == "random" else (3, 3)  # random: the seed decides the cells
     run = [regret.replay(small, policy, batch=32, budget=10_000, seed=s, trees=10) for s in seeds]
     pd.testing.assert_frame_equal(run[0], run[1])
@@ -173,10 +173,10 @@ def test_replay_is_reproducible_and_exhaustive_budget_ends_at_zero(table, name):
         assert not run[0]["mean_regret"].equals(run[2]["mean_regret"])
 
 
-def needed_cells(table, policy, budget: int, seed: int) -> float:
+def needed_cells(table, policy, budget: int, seed: int, surrogate: str = "forest") -> float:
     """Cells a policy measures until the mean regret is <= 5 % (inf: not within budget)."""
     curve = regret.replay(table, policy, batch=24, budget=budget, seed=seed, trees=FEW_TREES,
-                          until=lambda row: row["mean_regret"] <= 0.05)
+                          until=lambda row: row["mean_regret"] <= 0.05, surrogate=surrogate)
     got = regret.reach(curve, 0.05)
     assert got is None or got["cells"] == curve["cells"].iloc[-1]  # ``until`` ended it there
     return got["cells"] if got else math.inf
@@ -184,7 +184,7 @@ def needed_cells(table, policy, budget: int, seed: int) -> float:
 
 def test_adaptive_reaches_five_percent_with_a_quarter_of_the_cells_before_random(table):
     quarter = CELLS // 4
-    adaptive = [needed_cells(table, regret.adaptive_with(FEW_TREES), quarter, s) for s in (0, 1, 2)]
+    adaptive = [needed_cells(table, policies.adaptive_with(FEW_TREES), quarter, s) for s in (0, 1, 2)]
     assert np.median(adaptive) <= quarter, adaptive
     # random needs more: it has not got there (median over the seeds) when adaptive has
     random = [needed_cells(table, regret.random_cells, int(np.median(adaptive)), s) for s in (0, 1, 2)]
@@ -192,22 +192,22 @@ def test_adaptive_reaches_five_percent_with_a_quarter_of_the_cells_before_random
 
 
 def test_the_adaptive_seed_is_every_algorithm_at_the_corners(table):
-    first = regret.adaptive(table[regret.CANDIDATE_COLUMNS], table.iloc[:0][regret.MEASURED_COLUMNS],
+    first = policies.adaptive(table[regret.CANDIDATE_COLUMNS], table.iloc[:0][regret.MEASURED_COLUMNS],
                             np.random.default_rng(0), 100)
     assert len(first) == 2 * 3 * len(ALGORITHMS)
     assert set(first["procs"]) == {2, 16} and set(first["size"]) == {8, 2**15, 2**26}
-    grid = regret.grid(table[regret.CANDIDATE_COLUMNS], table.iloc[:0][regret.MEASURED_COLUMNS],
+    grid = policies.grid(table[regret.CANDIDATE_COLUMNS], table.iloc[:0][regret.MEASURED_COLUMNS],
                        np.random.default_rng(0), CELLS // 2)
     assert set(grid["size"]) == set(SIZES[::2]) and set(grid["procs"]) == set(PROCS)
 
 
 def test_adaptive_measures_two_likely_winners_where_unsure_and_whole_points_far_away(table):
-    seed = regret.seed_cells(table, table)
+    seed = policies.seed_cells(table, table)
     measured, candidates = table.loc[seed.index], table.drop(index=seed.index)
     rng = np.random.default_rng(0)
 
     def per_point(explore):
-        chosen = regret.adaptive(candidates[regret.CANDIDATE_COLUMNS], measured[regret.MEASURED_COLUMNS],
+        chosen = policies.adaptive(candidates[regret.CANDIDATE_COLUMNS], measured[regret.MEASURED_COLUMNS],
                                  rng, 24, trees=20, explore=explore)
         assert chosen.index.isin(candidates.index).all() and chosen.index.is_unique
         return chosen.groupby(regret.POINT).size()
@@ -266,4 +266,26 @@ def test_bad_inputs_say_what_was_found_and_expected(table):
             return candidates.head(1).assign(size=3)
         regret.replay(table, outside, batch=8, budget=8, seed=0)
     with pytest.raises(ValueError, match=r"truth_table: missing columns \['best_algorithm'"):
-        regret.replay(table.drop(columns=["best_algorithm", "best_mean"]), regret.grid, 8, 8, 0)
+        regret.replay(table.drop(columns=["best_algorithm", "best_mean"]), policies.grid, 8, 8, 0)
+
+
+def test_pooled_campaigns_average_each_cell_they_all_timed_and_decide_best_again(table):
+    small = table[table["procs"] == 2].reset_index(drop=True)
+    slower = small.assign(mean=small["mean"] * np.where(small["algorithm"] == "native:ring", 3.0, 1.0))
+    slower.loc[0, "status"] = "not-converged"
+    fewer = slower.drop(index=[1])  # one cell the second campaign did not time
+    both = regret.pooled([small, fewer])
+    assert len(both) == len(small) - 1 and list(both.columns) == regret.TABLE_COLUMNS
+    merged = small.drop(index=[1]).reset_index(drop=True)
+    expected = (merged["mean"] + fewer["mean"].to_numpy()) / 2
+    np.testing.assert_allclose(both["mean"], expected)
+    assert (both["n"] == 2 * merged["n"]).all()
+    assert both.loc[0, "status"] == "not-converged" and (both["status"].iloc[1:] == "ok").all()
+    # ring is twice as slow in the pool as in the first campaign: it wins fewer points
+    assert (both["best_algorithm"] == "native:ring").sum() < (merged["best_algorithm"] == "native:ring").sum()
+    for _, group in both.groupby(regret.POINT):
+        assert group["best_mean"].iloc[0] == group["mean"].min()
+    pd.testing.assert_frame_equal(regret.pooled([small]), small)
+    elsewhere = small.assign(size=small["size"] + 1)
+    with pytest.raises(ValueError, match="without a cell in common"):
+        regret.pooled([small, elsewhere])

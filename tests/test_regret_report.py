@@ -84,6 +84,7 @@ def test_regret_writes_the_table_the_curves_the_generalisation_and_a_figure_per_
     assert tuner["mean_regret"] == pytest.approx(0.1) and tuner["worst_regret"] == pytest.approx(0.1)
     md = (tables / "regret.md").read_text()
     assert "| MPICH | adaptive | 2 (2) |" in md and "520 calls, 2 points" in md
+    assert "Surrogate: random forest." in md  # the default model, named
 
     curves = pd.read_csv(tables / "regret_curve.csv")
     assert list(curves.columns) == report.CURVE_COLUMNS
@@ -110,10 +111,12 @@ def test_judge_times_every_choice_in_another_campaign(roots, capsys):
     other["mean"] = other["mean"] * np.exp(0.2 * np.random.default_rng(5).standard_normal(len(other)))
     store(results, other, "again")
     assert main(["tune", "truth", "--regret", "--judge", "again", "--seeds", "2", "--batch",
-                 "12", "--trees", str(TREES)]) == 0
+                 "12", "--trees", str(TREES), "--surrogate", "gp"]) == 0
     out = capsys.readouterr().out
     tables = results / "truth" / "tables"
     assert str(tables / "regret_judged.md") in out
+    for name in ("regret.md", "regret_judged.md", "regret_generalisation.md"):
+        assert "Surrogate: Gaussian process." in (tables / name).read_text(), name
     judged = pd.read_csv(tables / "regret_judged.csv")
     assert list(judged.columns) == report.JUDGED_COLUMNS
     assert (judged["judge"] == "again").all()
@@ -141,6 +144,25 @@ def test_judge_times_every_choice_in_another_campaign(roots, capsys):
             main(["tune", "truth", "--regret", *argv])
         assert says in capsys.readouterr().err
 
+
+def test_several_judges_are_pooled(roots, capsys):
+    results, _ = roots
+    store(results, small_summary())
+    others = []
+    for k, name in enumerate(("again", "later")):
+        other = small_summary()
+        other["mean"] = other["mean"] * np.exp(0.2 * np.random.default_rng(k).standard_normal(len(other)))
+        store(results, other, name)
+        others.append(other)
+    assert main(["tune", "truth", "--regret", "--judge", "again", "--judge", "later", "--seeds",
+                 "1", "--batch", "48", "--trees", str(TREES)]) == 0
+    judged = pd.read_csv(results / "truth" / "tables" / "regret_judged.csv")
+    assert (judged["judge"] == "again+later").all()
+    floor = judged.set_index(["library", "policy", "share"]).loc[("mpich", "exhaustive", 1.0)]
+    pool = regret.pooled([regret.truth(o, "mpich") for o in others])
+    assert floor["judged_regret"] == pytest.approx(
+        regret.exhaustive_judged(regret.truth(small_summary(), "mpich"), pool)["judged_regret"])
+    assert "again+later" in (results / "truth" / "tables" / "regret_judged.md").read_text()
 
 def test_table_rows_take_the_median_over_seeds_and_the_first_firing_of_the_stop_rule():
     table = regret.truth(small_summary(), "impi")  # 32 cells

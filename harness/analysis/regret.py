@@ -20,18 +20,11 @@ there (``judged_regret``) and their mean cost against the first campaign's BEST
 first campaign's BEST itself has a judged regret too, the floor no policy measured in that
 campaign can go below.
 
-Policies (``POLICIES``) are functions ``policy(candidates, measured, rng, batch)`` returning up
-to ``batch`` rows of ``candidates`` (cells not measured yet; measured cells carry n and mean):
-``adaptive`` measures the two likeliest winners where the surrogate is least sure of the
-winner and, for every other point it picks, every algorithm where nothing was measured nearby
-(the trees are confidently wrong where they all extrapolate from the same far cells),
-``random_cells`` uniformly at random, ``grid`` every algorithm at every other size first, then
-the rest.
+The policies that choose the cells are in ``harness.analysis.policies``; the surrogate that
+guesses the rest is named by ``surrogate`` (``harness.analysis.forecast``).
 """
 
 from __future__ import annotations
-
-from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -39,16 +32,12 @@ import pandas as pd
 from ..results.launches import repetitions
 from ..results.store import allreduce_rows
 from .best import SELECTING, fastest, timed_mask
-from .surrogate import (FOREST_SEED, TREES, Surrogate, check_columns, overlay, positive_numbers,
-                        top_two_share, verdict)
+from .forecast import (CANDIDATE_COLUMNS, CELL, DEFAULT_SURROGATE, MEASURED_COLUMNS, POINT,
+                       checked_surrogate, forecast, layout, time_matrix)
+from .policies import POLICIES, random_cells
+from .surrogate import FOREST_SEED, TREES, check_columns, positive_numbers, verdict
 
 TARGET = 0.05  # regret the stopping rule and ``reach`` aim below
-EXPLORE = 0.5  # share of the adaptive picks that go to the point farthest from the measured
-# (on the synthetic data of tests/test_regret.py, 0 and 1 needed 1.3 to 2 times as many cells)
-POINT = ["procs", "nodes", "size"]
-CELL = [*POINT, "algorithm"]
-CANDIDATE_COLUMNS = [*CELL, "dtype"]
-MEASURED_COLUMNS = [*CANDIDATE_COLUMNS, "n", "mean"]
 TABLE_COLUMNS = ["library", *MEASURED_COLUMNS, "status", "best_algorithm", "best_mean"]
 SUMMARY_NEEDS = ["library", "algorithm", "procs", "nodes", "size", "dtype", "delay", "status",
                  "n", "mean"]
@@ -117,11 +106,39 @@ def truth(summary: pd.DataFrame, library: str) -> pd.DataFrame:
         raise ValueError(f"summary: n (repetitions) of {int(bad_n.sum())} timed rows is "
                          f"{timed.loc[bad_n, 'n'].head(3).tolist()}, expected a count >= 1")
     refuse_repeated_cells(timed, library)
+    return with_best(timed)
+
+
+def with_best(timed: pd.DataFrame) -> pd.DataFrame:
+    """``timed`` (one row per cell) with each point's BEST algorithm and time, as a truth
+    table (``TABLE_COLUMNS``, sorted by cell)."""
     # BEST per point, from the columns that decide it (fewer columns: a faster sort)
     best = {key: fastest(group) for key, group in timed[[*CELL, "status", "mean"]].groupby(POINT)}
-    timed["best_algorithm"] = [best[k]["algorithm"] for k in zip(*(timed[c] for c in POINT))]
-    timed["best_mean"] = [float(best[k]["mean"]) for k in zip(*(timed[c] for c in POINT))]
+    timed = timed.assign(
+        best_algorithm=[best[k]["algorithm"] for k in zip(*(timed[c] for c in POINT))],
+        best_mean=[float(best[k]["mean"]) for k in zip(*(timed[c] for c in POINT))])
     return timed[TABLE_COLUMNS].sort_values(CELL, kind="stable").reset_index(drop=True)
+
+
+def pooled(tables: list) -> pd.DataFrame:
+    """Several campaigns' truth tables of the same cells as one: the cells every table timed,
+    each with the mean of the tables' times (every campaign weighs the same, whatever its
+    repetitions), the repetitions summed, status ``ok`` only where every table has it, and
+    BEST decided again. A judge pooled from two campaigns has half the launch-to-launch
+    variance of either."""
+    tables = [checked_table(t) for t in tables]
+    if len(tables) == 1:
+        return tables[0]
+    every = pd.concat([t.assign(_ok=t["status"] == "ok") for t in tables], ignore_index=True)
+    cells = every.groupby(CELL, sort=True).agg(
+        library=("library", "first"), dtype=("dtype", "first"), n=("n", "sum"),
+        mean=("mean", "mean"), ok=("_ok", "all"), tables=("mean", "size")).reset_index()
+    cells = cells[cells["tables"] == len(tables)]
+    if cells.empty:
+        raise ValueError(f"tables: got {len(tables)} truth tables without a cell in common, "
+                         f"expected campaigns of the same cells")
+    cells["status"] = np.where(cells["ok"], "ok", "not-converged")
+    return with_best(cells.drop(columns=["ok", "tables"]))
 
 
 def checked_table(table: pd.DataFrame) -> pd.DataFrame:
@@ -133,142 +150,6 @@ def checked_table(table: pd.DataFrame) -> pd.DataFrame:
     if table.empty:
         raise ValueError("truth_table: got no rows, expected the cells of truth(summary, library)")
     return table.reset_index(drop=True)
-
-
-def layout(cells: pd.DataFrame):
-    """The points of ``cells`` (sorted, with their dtype) and each cell's point index."""
-    points = cells.drop_duplicates(POINT).sort_values(POINT)[[*POINT, "dtype"]]
-    points = points.reset_index(drop=True)
-    where = {tuple(p): i for i, p in enumerate(points[POINT].itertuples(index=False))}
-    point_of = np.array([where[tuple(p)] for p in cells[POINT].itertuples(index=False)], dtype=int)
-    return points, point_of
-
-
-def forecast(measured: pd.DataFrame, cells: pd.DataFrame, algorithms, trees: int = TREES,
-             seed: int = FOREST_SEED):
-    """Every tree's time of every algorithm at the points of ``cells`` (the choices), by a
-    forest (``trees``, random state ``seed``) fitted on ``measured``, with the measured times
-    laid over them: (points, tree times)."""
-    points, point_of = layout(cells)
-    order = {a: i for i, a in enumerate(algorithms)}
-    available = np.zeros((len(points), len(algorithms)), dtype=bool)
-    available[point_of, [order[a] for a in cells["algorithm"]]] = True
-    known = np.full(available.shape, np.nan)
-    keys = points[POINT].apply(tuple, axis=1).tolist()
-    where = {k: i for i, k in enumerate(keys)}
-    for row in measured.itertuples(index=False):
-        i = where.get((row.procs, row.nodes, row.size))
-        if i is not None:
-            known[i, order[row.algorithm]] = row.mean
-    model = Surrogate(algorithms, trees=trees, seed=seed).fit(measured)
-    return points, overlay(model.predict(points, algorithms), known, available)
-
-
-def seed_cells(candidates: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
-    """The space-filling start still to measure: every algorithm at the smallest and largest P
-    and at the smallest, middle and largest size."""
-    sizes = np.sort(cells["size"].unique())
-    corners = {sizes[0], sizes[len(sizes) // 2], sizes[-1]}
-    procs = {cells["procs"].min(), cells["procs"].max()}
-    return candidates[candidates["procs"].isin(procs) & candidates["size"].isin(corners)]
-
-
-def open_cells(candidates: pd.DataFrame, points: pd.DataFrame, algorithms) -> dict:
-    """(point index, algorithm index) -> label in ``candidates`` of every cell not measured."""
-    keys = {k: i for i, k in enumerate(points[POINT].itertuples(index=False, name=None))}
-    order = {a: i for i, a in enumerate(algorithms)}
-    return {(keys[k[:3]], order[k[3]]): label for label, k
-            in zip(candidates.index, candidates[CELL].itertuples(index=False, name=None))}
-
-
-def grid_coordinates(points: pd.DataFrame) -> np.ndarray:
-    """Each point's place on the grid of P values x sizes, both ranks scaled to [0, 1]."""
-    out = []
-    for column in ["procs", "size"]:
-        rank = points[column].rank(method="dense").to_numpy() - 1
-        out.append(rank / max(rank.max(), 1))
-    return np.column_stack(out)
-
-
-def farthest(coordinates: np.ndarray, covered: np.ndarray, eligible: np.ndarray) -> int | None:
-    """The eligible point farthest from every covered point (None when none is eligible)."""
-    if not eligible.any():
-        return None
-    if not covered.any():
-        return int(np.flatnonzero(eligible)[0])
-    gap = np.linalg.norm(coordinates[:, None, :] - coordinates[None, covered, :], axis=2).min(axis=1)
-    return int(np.argmax(np.where(eligible, gap, -1.0)))
-
-
-def adaptive(candidates: pd.DataFrame, measured: pd.DataFrame, rng, batch: int,
-             trees: int = TREES, explore: float = EXPLORE) -> pd.DataFrame:
-    """The seed set first; then point by point: the unmeasured algorithms that the trees rank
-    in the top two at the point where the predicted winner is least certain (lowest win
-    probability, then highest predicted regret) or, for a share ``explore`` of the points,
-    every unmeasured algorithm at the point farthest from every measured one (where the trees
-    all extrapolate from the same far cells, they agree, and may all be wrong); random cells
-    if that is too few. Measuring a whole point tells the forest how the algorithms compare
-    there, which carries over to its neighbours."""
-    seed = seed_cells(candidates, pd.concat([candidates, measured]))
-    if len(seed) or measured.empty:
-        return (seed if len(seed) else random_cells(candidates, measured, rng, batch)).head(batch)
-    cells = pd.concat([candidates[CANDIDATE_COLUMNS], measured[CANDIDATE_COLUMNS]])
-    algorithms = sorted(set(cells["algorithm"]))
-    forest_seed = int(rng.integers(2**31))  # a seed of its own per batch, from the replay's
-    points, times = forecast(measured, cells, algorithms, trees, forest_seed)
-    said, share = verdict(times), top_two_share(times)
-    unmeasured = open_cells(candidates, points, algorithms)
-    coordinates = grid_coordinates(points)
-    measured_keys = set(measured[POINT].itertuples(index=False, name=None))
-    covered = np.array([k in measured_keys for k in points[POINT].itertuples(index=False, name=None)])
-    uncertain = [int(p) for p in np.lexsort((-said.regret, said.win_probability))
-                 if said.win_probability[p] < 1.0]
-    eligible = np.zeros(len(points), dtype=bool)
-    eligible[[p for p, _ in unmeasured]] = True
-    picked: list = []
-    turn = 0
-    while len(picked) < batch:
-        exploring = int((turn + 1) * explore) > int(turn * explore)
-        uncertain = [p for p in uncertain if eligible[p]]
-        p = farthest(coordinates, covered, eligible) if exploring or not uncertain else uncertain[0]
-        if p is None:
-            break
-        ranked = [a for a in np.argsort(-share[p], kind="stable")
-                  if (p, a) in unmeasured and (share[p, a] > 0 or exploring)]
-        picked += [unmeasured[(p, a)] for a in (ranked if exploring else ranked[:2])]
-        eligible[p], covered[p], turn = False, True, turn + 1
-    chosen = candidates.loc[picked[:batch]]
-    if len(chosen) < batch:
-        rest = candidates.drop(index=chosen.index)
-        chosen = pd.concat([chosen, random_cells(rest, measured, rng, batch - len(chosen))])
-    return chosen
-
-
-def random_cells(candidates: pd.DataFrame, measured: pd.DataFrame, rng, batch: int) -> pd.DataFrame:
-    """``batch`` candidate cells drawn uniformly without replacement."""
-    take = rng.choice(len(candidates), size=min(batch, len(candidates)), replace=False)
-    return candidates.iloc[np.sort(take)]
-
-
-GRID_SEED = 7  # the grid visits its points in one fixed shuffled order, the same every replay
-
-
-def grid(candidates: pd.DataFrame, measured: pd.DataFrame, rng, batch: int) -> pd.DataFrame:
-    """A fixed coarse grid first (every algorithm at every other size, every P), then the other
-    cells; points in a fixed shuffled order within each stage, a point's algorithms together."""
-    cells = pd.concat([candidates[CANDIDATE_COLUMNS], measured[CANDIDATE_COLUMNS]])
-    sizes = np.sort(cells["size"].unique())
-    points = cells.drop_duplicates(POINT).sort_values(POINT)[POINT].reset_index(drop=True)
-    shuffled = np.random.default_rng(GRID_SEED).permutation(len(points))
-    visit = {tuple(p): int(shuffled[i]) for i, p in enumerate(points.itertuples(index=False))}
-    coarse = candidates["size"].isin(sizes[::2])
-    order = pd.DataFrame({"stage": np.where(coarse, 0, 1),
-                          "visit": [visit[tuple(p)] for p in candidates[POINT].itertuples(index=False)],
-                          "algorithm": candidates["algorithm"].to_numpy()}, index=candidates.index)
-    return candidates.loc[order.sort_values(["stage", "visit", "algorithm"]).index[:batch]]
-
-
-POLICIES = {"adaptive": adaptive, "random": random_cells, "grid": grid}
 
 
 def held_out_points(table: pd.DataFrame, held_out) -> pd.DataFrame | None:
@@ -287,18 +168,6 @@ def held_out_points(table: pd.DataFrame, held_out) -> pd.DataFrame | None:
     return held_out[POINT].drop_duplicates()
 
 
-def time_matrix(cells: pd.DataFrame, points: pd.DataFrame, algorithms) -> np.ndarray:
-    """The mean time of ``cells`` at every point x algorithm (NaN where ``cells`` has none)."""
-    out = np.full((len(points), len(algorithms)), np.nan)
-    where = {k: i for i, k in enumerate(points[POINT].itertuples(index=False, name=None))}
-    order = {a: i for i, a in enumerate(algorithms)}
-    for row in cells.itertuples(index=False):
-        i, j = where.get((row.procs, row.nodes, row.size)), order.get(row.algorithm)
-        if i is not None and j is not None:
-            out[i, j] = row.mean
-    return out
-
-
 def judged(chosen: np.ndarray, exhaustive: np.ndarray, judge: np.ndarray) -> dict:
     """Choices per point (algorithm indices) timed in another campaign's measurements
     ``judge`` (points x algorithms): the mean regret t_judge(chosen) / t_judge(its BEST) - 1 and
@@ -315,13 +184,14 @@ def judged(chosen: np.ndarray, exhaustive: np.ndarray, judge: np.ndarray) -> dic
 
 
 def evaluate(table: pd.DataFrame, measured: pd.DataFrame, targets: pd.DataFrame,
-             trees: int = TREES, seed: int = FOREST_SEED, judge: pd.DataFrame | None = None) -> dict:
+             trees: int = TREES, seed: int = FOREST_SEED, judge: pd.DataFrame | None = None,
+             surrogate: str = DEFAULT_SURROGATE) -> dict:
     """The curve row after a batch: cells and machine time of ``measured``, the true regret of
     the surrogate's winners at the points of ``targets`` (cells of the truth table) and its
     predicted regret there; with ``judge`` (the truth table of another campaign of the same
     cells), the same winners timed in it (``judged``; NaN without one)."""
     algorithms = sorted(set(table["algorithm"]))
-    points, times = forecast(measured, targets, algorithms, trees, seed)
+    points, times = forecast(measured, targets, algorithms, trees, seed, surrogate)
     said = verdict(times)
     true = time_matrix(targets, points, algorithms)
     regret = true[np.arange(len(points)), said.winner] / np.nanmin(true, axis=1) - 1.0
@@ -383,7 +253,7 @@ def chosen_rows(pool: pd.DataFrame, chosen, want: int, name: str) -> list:
 
 def replay(truth_table: pd.DataFrame, policy, batch: int, budget: int, seed: int,
            held_out: pd.DataFrame | None = None, trees: int = TREES, until=None,
-           judge: pd.DataFrame | None = None) -> pd.DataFrame:
+           judge: pd.DataFrame | None = None, surrogate: str = DEFAULT_SURROGATE) -> pd.DataFrame:
     """Measure (look up) the cells ``policy`` chooses, ``batch`` at a time, until ``budget``
     cells are measured (or all of them are), or until ``until(curve row)`` is true (``stop``:
     the adaptive stopping rule); after each batch, the surrogate's winners at the held-out
@@ -398,6 +268,7 @@ def replay(truth_table: pd.DataFrame, policy, batch: int, budget: int, seed: int
                          f"{sorted(POLICIES)}")
     batch, budget = whole(batch, "batch"), whole(budget, "budget")
     seed = whole(seed, "seed", least=0)
+    surrogate = checked_surrogate(surrogate)
     held = held_out_points(table, held_out)
     targets = table if held is None else table[cells_at(table, held)]
     pool = table if held is None else table[~cells_at(table, held)]
@@ -413,7 +284,8 @@ def replay(truth_table: pd.DataFrame, policy, batch: int, budget: int, seed: int
         open_cells = pool.drop(index=measured)
         chosen = policy(open_cells[CANDIDATE_COLUMNS], table.loc[measured, MEASURED_COLUMNS], rng, want)
         measured += chosen_rows(open_cells, chosen, want, name)
-        row = evaluate(table, table.loc[measured, MEASURED_COLUMNS], targets, trees, seed, judge)
+        row = evaluate(table, table.loc[measured, MEASURED_COLUMNS], targets, trees, seed, judge,
+                       surrogate)
         curve.append({"batch": len(curve) + 1, **row})
         if until is not None and until(curve[-1]):
             break
@@ -462,7 +334,8 @@ def exhaustive(truth_table: pd.DataFrame) -> dict:
 
 
 def leave_one_p_out(truth_table: pd.DataFrame, budget: int, seed: int, policy=random_cells,
-                    batch: int | None = None, trees: int = TREES) -> pd.DataFrame:
+                    batch: int | None = None, trees: int = TREES,
+                    surrogate: str = DEFAULT_SURROGATE) -> pd.DataFrame:
     """Per P: measure up to ``budget`` cells of the other P values (all of them when the budget
     covers them; ``policy`` picks otherwise, ``batch`` at a time, default all at once) and
     give the regret of the surrogate's winners at the held-out P (mean and worst)."""
@@ -476,14 +349,10 @@ def leave_one_p_out(truth_table: pd.DataFrame, budget: int, seed: int, policy=ra
     for p in procs:
         held = table.loc[table["procs"] == p, POINT].drop_duplicates()
         others = int((table["procs"] != p).sum())
-        curve = replay(table, policy, batch or min(budget, others), budget, seed, held, trees)
+        curve = replay(table, policy, batch or min(budget, others), budget, seed, held, trees,
+                       surrogate=surrogate)
         last = curve.iloc[-1]
         rows.append({"procs": int(p), "cells": int(last["cells"]),
                      "mean_regret": last["mean_regret"], "worst_regret": last["worst_regret"],
                      "predicted_regret": last["predicted_regret"]})
     return pd.DataFrame(rows)
-
-
-def adaptive_with(trees: int):
-    """The adaptive policy with a forest of ``trees`` trees (fewer: faster, less sure)."""
-    return partial(adaptive, trees=trees)

@@ -4,11 +4,12 @@ The exhaustive campaign measures every forced algorithm at every point. This dri
 same candidate cells from a config (``candidates``: every ``native:*`` algorithm, AUTO
 included, at every planned point without delay), then measures them in rounds, per library:
 
-1. the seed cells of the adaptive policy (``harness.analysis.regret.adaptive``: every algorithm
+1. the seed cells of the adaptive policy (``harness.analysis.policies.adaptive``: every algorithm
    at the corners of the grid), ``batch`` at a time;
-2. then, each round, the surrogate (``harness.analysis.surrogate``) fitted on the cells measured
+2. then, each round, the surrogate (``surrogate``: the forest or the Gaussian process of
+   ``harness.analysis.forecast.SURROGATES``) fitted on the cells measured
    so far predicts the winner at every point and its regret; the next batch is chosen where the
-   winner is least certain (``regret.adaptive``);
+   winner is least certain (``policies.adaptive``);
 3. a library stops when the stopping rule holds (``regret.stop``: the predicted regret averaged
    over the points is below 5 % with 95 % confidence) after two rounds in a row
    (``regret.STOP_ROUNDS``; ``regret.fired`` in the replays) or its budget (cells per library,
@@ -23,8 +24,8 @@ config (``results/<c>/adaptive/round-<k>.yaml``: the source config with one expe
 library, algorithm and P, holding the chosen sizes; the cells keep their ids) and runs
 Snakemake on it with the campaign's name (``--profile slurm`` passed through), so results land
 in the campaign's store. ``results/<c>/adaptive/rounds.jsonl`` records every round when it is
-chosen (round, per library the cells chosen, the cells measured before it, the predicted regret
-and its q95). Resume: rerunning the same command first measures again every recorded round
+chosen (round, the surrogate, per library the cells chosen, the cells measured before it, the
+predicted regret and its q95). Resume: rerunning the same command first measures again every recorded round
 whose runs (every launch of ``stopping.launches``) are not all in run documents (Snakemake and
 the runs' journals skip what was measured), then continues; a cell with a run document is
 never chosen again.
@@ -45,7 +46,7 @@ import yaml
 
 from .. import fileio, paths
 from ..algorithms import p2p_bench
-from ..analysis import regret
+from ..analysis import forecast, policies, regret
 from ..analysis.best import SELECTING, timed_mask
 from ..analysis.surrogate import TREES, verdict
 from ..dnn import workload
@@ -123,7 +124,7 @@ class Driver:
 
     def __init__(self, configfile, campaign: str, budget: int, batch: int,
                  profile: str | None = None, trees: int = TREES, close: bool = True,
-                 log=print, snakemake_args=()):
+                 log=print, snakemake_args=(), surrogate: str = forecast.DEFAULT_SURROGATE):
         self.source = Path(configfile)
         self.cfg = _config.load(self.source)
         with open(self.source) as fh:
@@ -133,6 +134,7 @@ class Driver:
         self.budget = parse_budget(budget)
         self.batch = regret.whole(batch, "batch")
         self.profile, self.trees, self.close, self.log = profile, trees, close, log
+        self.surrogate = forecast.checked_surrogate(surrogate)
         self.snakemake_args = list(snakemake_args)
         self.store = results.CampaignStore(paths.results_root(), campaign)
         self.dir = self.store.dir / "adaptive"
@@ -141,6 +143,13 @@ class Driver:
         except ConfigError as exc:
             raise TuneError(str(exc)) from None
         self.by_id = self.cells.set_index("cell_id")
+        largest = getattr(forecast.SURROGATES[self.surrogate], "MAX_CELLS", math.inf)
+        for library in sorted(self.cells["library"].unique()):
+            if min(self.budget_of(library), int((self.cells["library"] == library).sum())) > largest:
+                raise TuneError(f"surrogate {self.surrogate}: library {library} may measure "
+                                f"{self.budget_of(library)} cells, expected at most {largest} "
+                                f"(its fit grows as the cube of the cells); lower --budget or "
+                                f"use --surrogate forest")
 
     def budget_of(self, library: str) -> int:
         """The cells ``library`` may measure: the budget, or its share of the library's cells."""
@@ -191,15 +200,15 @@ class Driver:
         timed = lib_done[timed_mask(lib_done)]
         out = {"measured": int(len(lib_done)), "timed": int(len(timed)),
                "predicted_regret": None, "predicted_regret_q95": None}
-        seeds = regret.seed_cells(lib_cells, lib_cells)
+        seeds = policies.seed_cells(lib_cells, lib_cells)
         seeded = seeds["cell_id"].isin(lib_done["cell_id"]).all()
         if len(timed) and seeded:
             # the choices: every cell measured with a time, or not measured yet
             usable = lib_cells[~lib_cells["cell_id"].isin(lib_done["cell_id"])
                                | lib_cells["cell_id"].isin(timed["cell_id"])]
             algorithms = sorted(set(usable["algorithm"]))
-            _, times = regret.forecast(timed[regret.MEASURED_COLUMNS], usable, algorithms,
-                                       self.trees)
+            _, times = forecast.forecast(timed[regret.MEASURED_COLUMNS], usable, algorithms,
+                                         self.trees, surrogate=self.surrogate)
             said = verdict(times)
             out["predicted_regret"] = float(said.regret.mean())
             out["predicted_regret_q95"] = said.mean_regret_upper()
@@ -213,7 +222,7 @@ class Driver:
         return out
 
     def choose(self, library: str, done: pd.DataFrame, round_no: int) -> pd.DataFrame:
-        """The next batch of ``library``: ``regret.adaptive`` on its open cells."""
+        """The next batch of ``library``: ``policies.adaptive`` on its open cells."""
         lib_cells = self.cells[self.cells["library"] == library]
         lib_done = done[done["library"] == library]
         open_cells = lib_cells[~lib_cells["cell_id"].isin(lib_done["cell_id"])]
@@ -221,8 +230,9 @@ class Driver:
         timed = lib_done[timed_mask(lib_done)]
         want = min(self.batch, self.budget_of(library) - len(lib_done), len(open_cells))
         rng = np.random.default_rng([self.cfg.seed, round_no])
-        chosen = regret.adaptive(open_cells[regret.CANDIDATE_COLUMNS],
-                                 timed[regret.MEASURED_COLUMNS], rng, want, trees=self.trees)
+        chosen = policies.adaptive(open_cells[regret.CANDIDATE_COLUMNS],
+                                   timed[regret.MEASURED_COLUMNS], rng, want, trees=self.trees,
+                                   surrogate=self.surrogate)
         return open_cells.loc[chosen.index[:want]]
 
     def closing(self, library: str, done: pd.DataFrame) -> pd.DataFrame:
@@ -235,8 +245,8 @@ class Driver:
         if timed.empty or usable.empty:
             return lib_cells.iloc[:0]
         algorithms = sorted(set(usable["algorithm"]))
-        points, times = regret.forecast(timed[regret.MEASURED_COLUMNS], usable, algorithms,
-                                        self.trees)
+        points, times = forecast.forecast(timed[regret.MEASURED_COLUMNS], usable, algorithms,
+                                          self.trees, surrogate=self.surrogate)
         winners = np.array(algorithms)[verdict(times).winner]
         want = set()
         for point, winner in zip(points[regret.POINT].itertuples(index=False, name=None), winners):
@@ -340,7 +350,8 @@ class Driver:
         while True:
             done = self.measured()
             k = len(self.rounds()) + 1
-            doc = {"round": k, "closing": False, "made": results.now(), "libraries": {}}
+            doc = {"round": k, "closing": False, "made": results.now(),
+                   "surrogate": self.surrogate, "libraries": {}}
             for library in libraries:
                 said = self.assess(library, done)
                 chosen = [] if said["stopped"] else list(self.choose(library, done, k)["cell_id"])
@@ -356,7 +367,8 @@ class Driver:
             self.measure(doc)
         if self.close:
             done = self.measured()
-            doc = {"round": k, "closing": True, "made": results.now(), "libraries": {}}
+            doc = {"round": k, "closing": True, "made": results.now(),
+                   "surrogate": self.surrogate, "libraries": {}}
             for library in libraries:
                 chosen = list(self.closing(library, done)["cell_id"])
                 doc["libraries"][library] = {"measured": int((done["library"] == library).sum()),

@@ -6,6 +6,7 @@ with ``--regret``, the selection policies replayed against the campaign as groun
 from __future__ import annotations
 
 from .. import paths
+from ..analysis.forecast import DEFAULT_SURROGATE, SURROGATES
 from ..campaign import config, tune, tune_verify
 from ..results.view import STATISTICS
 from .args import campaign_args, cells_or_share, int_at_least, load_campaign
@@ -41,12 +42,14 @@ def register(sub) -> None:
                         "the fixed grid against it; writes tables/regret.*, "
                         "tables/regret_curve.csv, tables/regret_generalisation.* and "
                         "figures/<campaign>/regret_<library>.*")
-    g.add_argument("--judge", metavar="CAMPAIGN", default=None,
+    g.add_argument("--judge", metavar="CAMPAIGN", nargs="+", action="extend", default=None,
                    help="another exhaustive campaign of the same cells (run minutes or days "
                         "apart): every replayed choice is also timed in its launches; writes "
                         "tables/regret_judged.* and a third panel per figure. One campaign's "
                         "BEST carries its launches' noise; the judge says what a choice is "
-                        "worth in fresh launches, and what the exhaustive BEST itself is worth")
+                        "worth in fresh launches, and what the exhaustive BEST itself is worth. "
+                        "Several campaigns are pooled (the mean of their times per cell), a "
+                        "judge with less noise")
     g.add_argument("--seeds", type=int_at_least(1), default=3,
                    help="replays of the seeded policies (adaptive, random) per library; the "
                         "table gives the median and the range (default: %(default)s)")
@@ -55,7 +58,13 @@ def register(sub) -> None:
                         "library's cells, at least 4); --adaptive, measured per library and "
                         "round (default: the config's tune.batch, else 8)")
     g.add_argument("--trees", type=int_at_least(1), default=None,
-                   help="trees of the random-forest surrogate (default: 200)")
+                   help="trees of the random forest, or posterior draws of the Gaussian "
+                        "process (default: 200)")
+    g.add_argument("--surrogate", choices=sorted(SURROGATES), default=None,
+                   help="the model that guesses the unmeasured cells: forest (a random forest "
+                        "of log time) or gp (a Gaussian process of log time, one kernel over "
+                        "the features and the algorithm; up to 3000 cells per library) "
+                        "(default: the tune.surrogate of --configfile, else forest)")
     g.add_argument("--compare", metavar="TRUTH", default=None,
                    help="instead of tuning: set this campaign's tuning files against those of "
                         "the exhaustive campaign TRUTH at every point TRUTH measured (the "
@@ -123,6 +132,18 @@ def statistic(args, parser) -> str:
     return (cfg.report or {}).get("statistic", "mean")
 
 
+def surrogate(args, parser) -> str:
+    """``--surrogate`` as given, else the config's ``tune.surrogate`` (``--configfile``), else
+    the forest."""
+    if args.surrogate or not args.configfile:
+        return args.surrogate or DEFAULT_SURROGATE
+    try:
+        cfg = config.load(args.configfile)
+    except config.ConfigError as exc:
+        parser.error(f"argument --configfile: {exc}")
+    return (cfg.tune or {}).get("surrogate", DEFAULT_SURROGATE)
+
+
 def cmd_regret(args, parser) -> int:
     """The regret curves, table and generalisation of ``--regret``, paths printed."""
     if args.verify or args.adaptive:
@@ -133,13 +154,13 @@ def cmd_regret(args, parser) -> int:
         summary = tune.load(paths.results_root(), args.campaign, statistic=args.statistic)
     except tune.TuneError as exc:
         parser.error(f"argument campaign: {exc}")
-    judge = None
-    if args.judge:
-        if args.judge == args.campaign:
-            parser.error(f"argument --judge: got {args.judge!r}, the campaign itself; expected "
+    judge = []
+    for name in dict.fromkeys(args.judge or []):
+        if name == args.campaign:
+            parser.error(f"argument --judge: got {name!r}, the campaign itself; expected "
                          f"another campaign of the same cells")
         try:
-            judge = tune.load(paths.results_root(), args.judge, statistic=args.statistic)
+            judge.append(tune.load(paths.results_root(), name, statistic=args.statistic))
         except tune.TuneError as exc:
             parser.error(f"argument --judge: {exc}")
     shared = int(summary["shared_cpu"].eq(True).sum()) if "shared_cpu" in summary else 0
@@ -149,15 +170,17 @@ def cmd_regret(args, parser) -> int:
               f"against them, are disturbed; measure them again on a quiet machine")
     from ..report import regret  # imports matplotlib and scikit-learn: only here
 
-    options = {} if args.trees is None else {"trees": args.trees}
+    options = {"surrogate": surrogate(args, parser),
+               **({} if args.trees is None else {"trees": args.trees})}
     try:
         written = regret.make_regret(
             summary, paths.results_root() / args.campaign / "tables",
             paths.figures_root() / args.campaign, seeds=args.seeds, batch=args.batch,
-            log=lambda line: print(line, flush=True), judge=judge,
-            judge_name=args.judge or "judge", **options)
+            log=lambda line: print(line, flush=True), judge=judge or None,
+            judge_name="+".join(dict.fromkeys(args.judge or ["judge"])), **options)
     except ValueError as exc:
         parser.error(f"argument --judge: {exc}" if str(exc).startswith("judge")
+                     else f"argument --surrogate: {exc}" if str(exc).startswith("surrogate")
                      else f"argument campaign: {args.campaign}: {exc}")
     for path in written:
         print(path)
@@ -182,7 +205,8 @@ def cmd_adaptive(args, parser) -> int:
     batch = args.batch or settings.get("batch") or 8
     from ..campaign import adaptive  # imports scikit-learn: only here
 
-    options = {} if args.trees is None else {"trees": args.trees}
+    options = {"surrogate": args.surrogate or settings.get("surrogate", DEFAULT_SURROGATE),
+               **({} if args.trees is None else {"trees": args.trees})}
     try:
         driver = adaptive.Driver(path, args.campaign, budget, batch, profile=args.profile,
                                  close=args.close, log=lambda line: print(line, flush=True),

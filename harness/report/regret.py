@@ -34,9 +34,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..analysis import regret
+from ..analysis import policies, regret
 from ..analysis.best import timed_mask
-from ..analysis.surrogate import TREES
+from ..analysis.forecast import DEFAULT_SURROGATE, SURROGATES, TREES, checked_surrogate
 from ..fileio import atomic_write_text
 from ..results.launches import repetitions
 from ..results.store import allreduce_rows
@@ -99,16 +99,19 @@ def truth_tables(summary: pd.DataFrame, libraries=None) -> dict[str, pd.DataFram
 
 
 def replay_all(table: pd.DataFrame, library: str, seeds: int, batch: int,
-               trees: int = TREES, log=None, judge: pd.DataFrame | None = None) -> pd.DataFrame:
+               trees: int = TREES, log=None, judge: pd.DataFrame | None = None,
+               surrogate: str = DEFAULT_SURROGATE) -> pd.DataFrame:
     """Every policy's curve over the whole truth table (with ``judge``, another campaign's
-    truth table, its choices also timed there): ``CURVE_COLUMNS``."""
+    truth table, its choices also timed there), the winners guessed by ``surrogate``:
+    ``CURVE_COLUMNS``."""
     seeds, batch = regret.whole(seeds, "seeds"), regret.whole(batch, "batch")
     frames = []
     for name in sorted(regret.POLICIES):
-        policy = regret.adaptive_with(trees) if name == "adaptive" else regret.POLICIES[name]
+        policy = (policies.adaptive_with(trees, surrogate) if name == "adaptive"
+                  else regret.POLICIES[name])
         for seed in range(seeds if name in SEEDED else 1):
             curve = regret.replay(table, policy, batch=batch, budget=len(table), seed=seed,
-                                  trees=trees, judge=judge)
+                                  trees=trees, judge=judge, surrogate=surrogate)
             frames.append(curve.assign(library=library, policy=name, seed=seed))
             if log:
                 got = regret.reach(curve)
@@ -185,7 +188,7 @@ def table_rows(curves: pd.DataFrame, table: pd.DataFrame, library: str,
 
 
 def leave_one_out(table: pd.DataFrame, library: str, seed: int = 0,
-                  trees: int = TREES) -> list[dict]:
+                  trees: int = TREES, surrogate: str = DEFAULT_SURROGATE) -> list[dict]:
     """Per P (and per node count, when several): the surrogate trained on every cell of the
     other values, its regret at the held-out one (``GENERALISATION_COLUMNS``)."""
     rows = []
@@ -196,7 +199,8 @@ def leave_one_out(table: pd.DataFrame, library: str, seed: int = 0,
         for value in values:
             held = table.loc[table[column] == value, regret.POINT].drop_duplicates()
             others = int((table[column] != value).sum())
-            curve = regret.replay(table, regret.random_cells, others, others, seed, held, trees)
+            curve = regret.replay(table, regret.random_cells, others, others, seed, held, trees,
+                                  surrogate=surrogate)
             last = curve.iloc[-1]
             rows.append({"library": library, "held_out": label, "value": value,
                          "points": len(held), "trained_cells": int(last["cells"]),
@@ -269,14 +273,15 @@ def generalisation_display(frame: pd.DataFrame) -> pd.DataFrame:
 
 def figure(curves: pd.DataFrame, table: pd.DataFrame, library: str, path,
            autotuner: dict | None = None, judged_floor: float | None = None,
-           judge_name: str = "judge") -> list[Path]:
+           judge_name: str = "judge", surrogate: str = DEFAULT_SURROGATE) -> list[Path]:
     """Mean (solid) and worst (dashed) regret against cells measured and machine time; with
     ``judged_floor`` (the exhaustive campaign's regret in the judging campaign), a third panel:
     the choices' mean regret in the judging campaign against cells measured."""
     from matplotlib.figure import Figure  # no pyplot: drawn in the workflow's threads too
 
     d = curves[curves["library"] == library]
-    title = f"{style.library_title(library)}: regret of the surrogate's choice vs measurements"
+    title = (f"{style.library_title(library)}: regret of the {SURROGATES[surrogate].TITLE}'s "
+             f"choice vs measurements")
     if d.empty:
         return style.placeholder(path, title, "no replay curves")
     style.setup()
@@ -337,38 +342,51 @@ def figure(curves: pd.DataFrame, table: pd.DataFrame, library: str, path,
 
 def make_regret(summary: pd.DataFrame, tables_dir, figures_dir, seeds: int = 3,
                 batch: int | None = None, trees: int = TREES, libraries=None,
-                log=None, judge: pd.DataFrame | None = None, judge_name: str = "judge") -> list[Path]:
+                log=None, judge=None, judge_name: str = "judge",
+                surrogate: str = DEFAULT_SURROGATE) -> list[Path]:
     """Every output of the module doc from ``summary`` (the exhaustive campaign). ``batch``:
     cells per batch of every replay (default: a 25th of the library's cells, at least 4).
-    ``judge``: the summary of another exhaustive campaign of the same cells (``judge_name``):
-    every choice is also timed there (``tables/regret_judged``, the figures' third panel)."""
+    ``judge``: the summary of another exhaustive campaign of the same cells (``judge_name``),
+    or a list of such summaries, pooled (``regret.pooled``): every choice is also timed there
+    (``tables/regret_judged``, the figures' third panel).
+    ``surrogate``: the model that guesses the winners (``forecast.SURROGATES``), named in every
+    caption and title."""
+    surrogate = checked_surrogate(surrogate)
     truths = truth_tables(summary, libraries)
     judges = {} if judge is None else {lib: judge_table(judge, lib, judge_name) for lib in truths}
     curves, rows, general, points, judged = [], [], [], {}, []
+    largest = getattr(SURROGATES[surrogate], "MAX_CELLS", math.inf)
+    for library, table in truths.items():
+        if len(table) > largest:  # the replays measure every cell in the end
+            raise ValueError(f"surrogate {surrogate}: library {library} has {len(table)} cells, "
+                             f"expected at most {largest} to replay with it (its fit grows as "
+                             f"the cube of the cells); use --surrogate forest")
     for library, table in truths.items():
         size = batch if batch is not None else max(4, len(table) // 25)
-        curve = replay_all(table, library, seeds, size, trees, log, judges.get(library))
+        curve = replay_all(table, library, seeds, size, trees, log, judges.get(library), surrogate)
         points[library] = autotuner_point(summary, table, library)
         curves.append(curve)
         rows += table_rows(curve, table, library, points[library])
-        general += leave_one_out(table, library, trees=trees)
+        general += leave_one_out(table, library, trees=trees, surrogate=surrogate)
         if library in judges:
             judged += judged_rows(curve, table, judges[library], library, judge_name)
     curves = pd.concat(curves, ignore_index=True)
     frame = pd.DataFrame(rows).reindex(columns=TABLE_COLUMNS)
     gen = pd.DataFrame(general).reindex(columns=GENERALISATION_COLUMNS)
     tables_dir, figures_dir = Path(tables_dir), Path(figures_dir)
-    written = tables.write_table(frame, tables_dir / "regret", CAPTION,
+    model = f" Surrogate: {SURROGATES[surrogate].TITLE}."
+    written = tables.write_table(frame, tables_dir / "regret", CAPTION + model,
                                  **tables.cells_of(display(frame)))
     written += tables.write_table(gen, tables_dir / "regret_generalisation",
-                                  GENERALISATION_CAPTION,
+                                  GENERALISATION_CAPTION + model,
                                   **tables.cells_of(generalisation_display(gen)))
     if judged:
         frame = pd.DataFrame(judged).reindex(columns=JUDGED_COLUMNS)
         shares = ", ".join(percent(x) for x in JUDGED_SHARES)
         written += tables.write_table(
             frame, tables_dir / "regret_judged",
-            JUDGED_CAPTION.format(truth=tables_dir.parent.name, judge=judge_name, shares=shares),
+            JUDGED_CAPTION.format(truth=tables_dir.parent.name, judge=judge_name, shares=shares)
+            + model,
             **tables.cells_of(judged_display(frame)))
     path = tables_dir / "regret_curve.csv"
     atomic_write_text(path, curves.to_csv(index=False))
@@ -377,5 +395,6 @@ def make_regret(summary: pd.DataFrame, tables_dir, figures_dir, seeds: int = 3,
         floor = (regret.exhaustive_judged(table, judges[library])["judged_regret"]
                  if library in judges else None)
         written += figure(curves, table, library, figures_dir / f"regret_{library}",
-                          points[library], judged_floor=floor, judge_name=judge_name)
+                          points[library], judged_floor=floor, judge_name=judge_name,
+                          surrogate=surrogate)
     return written

@@ -94,9 +94,11 @@ def judged_panel(ax, d: pd.DataFrame, total: int, floor: float, judge_name: str)
     ax.legend(fontsize=7, loc="upper right")
 
 
-def judge_table(judge: pd.DataFrame, library: str, name: str) -> pd.DataFrame:
-    """The truth table of ``library`` in the judging campaign (ValueError naming it)."""
+def judge_table(judge, library: str, name: str) -> pd.DataFrame:
+    """The truth table of ``library`` in the judging campaign, or pooled over several
+    (``judge``: a summary or a list of summaries; ``regret.pooled``); ValueError naming it."""
     try:
-        return regret.truth(judge, library)
+        summaries = judge if isinstance(judge, list) else [judge]
+        return regret.pooled([regret.truth(one, library) for one in summaries])
     except ValueError as exc:
         raise ValueError(f"judge {name}: {exc}") from None
