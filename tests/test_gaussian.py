@@ -55,6 +55,8 @@ def test_the_same_cells_and_seed_give_the_same_draws(table):
     a = gaussian.GaussianSurrogate(ALGORITHMS, trees=20, seed=3).fit(cells).predict(points)
     b = gaussian.GaussianSurrogate(ALGORITHMS, trees=20, seed=3).fit(cells).predict(points)
     np.testing.assert_array_equal(a, b)
+    other = gaussian.GaussianSurrogate(ALGORITHMS, trees=20, seed=3).fit(at_p(table, 6).iloc[1::3])
+    assert not np.array_equal(other.predict(points), a)  # other cells: another fit, not the last
 
 
 def test_bad_use_is_refused_with_the_reason(table):
