@@ -18,7 +18,8 @@ JUDGED_COLUMNS = ["library", "judge", "policy", "seeds", "share", "cells", "judg
                   "judged_regret_low", "judged_regret_high", "judged_cost", "judged_cost_low",
                   "judged_cost_high", "points"]
 JUDGED_CAPTION = ("The choices replayed against {truth} timed in {judge}, another exhaustive "
-                  "campaign of the same cells (its own launches): the mean regret t/t(BEST) - 1 "
+                  "campaign of the same cells (its own launches; several, pooled: the mean of "
+                  "their times per cell): the mean regret t/t(BEST) - 1 "
                   "there, and the mean cost against the exhaustive campaign's choices, "
                   "t(choice)/t({truth}'s BEST) - 1, after {shares} of {truth}'s cells (median "
                   "over the seeds [min, max]). The exhaustive row is {truth}'s BEST itself: what "
