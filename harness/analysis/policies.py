@@ -4,9 +4,10 @@ A policy is a function ``policy(candidates, measured, rng, batch)`` returning up
 rows of ``candidates`` (cells not measured yet; measured cells carry n and mean):
 
 - ``adaptive`` measures the two likeliest winners where the surrogate is least sure of the
-  winner and, for every other point it picks, every algorithm where nothing was measured
-  nearby (the forest's trees are confidently wrong where they all extrapolate from the same
-  far cells); it uses the surrogate named by its ``surrogate`` argument (``forecast``);
+  winner and, for a share of the points it picks (the surrogate's ``EXPLORE``: half with the
+  forest, none with the Gaussian process), every algorithm where nothing was measured nearby
+  (the forest's trees are confidently wrong where they all extrapolate from the same far
+  cells); it uses the surrogate named by its ``surrogate`` argument (``forecast``);
 - ``random_cells`` measures cells uniformly at random;
 - ``grid`` measures every algorithm at every other size first, then the rest.
 """
@@ -21,7 +22,6 @@ import pandas as pd
 from .forecast import (CANDIDATE_COLUMNS, CELL, DEFAULT_SURROGATE, POINT, SURROGATES,
                        checked_surrogate, forecast)
 from .surrogate import TREES, top_two_share, verdict
-
 
 
 def seed_cells(candidates: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:

@@ -7,9 +7,9 @@ included, at every planned point without delay), then measures them in rounds, p
 1. the seed cells of the adaptive policy (``harness.analysis.policies.adaptive``: every algorithm
    at the corners of the grid), ``batch`` at a time;
 2. then, each round, the surrogate (``surrogate``: the forest or the Gaussian process of
-   ``harness.analysis.forecast.SURROGATES``) fitted on the cells measured
-   so far predicts the winner at every point and its regret; the next batch is chosen where the
-   winner is least certain (``policies.adaptive``);
+   ``harness.analysis.forecast.SURROGATES``) fitted on the cells measured so far predicts the
+   winner at every point and its regret; the next batch is chosen where the winner is least
+   certain (``policies.adaptive``);
 3. a library stops when the stopping rule holds (``regret.stop``: the predicted regret averaged
    over the points is below 5 % with 95 % confidence) after two rounds in a row
    (``regret.STOP_ROUNDS``; ``regret.fired`` in the replays) or its budget (cells per library,
@@ -25,10 +25,10 @@ library, algorithm and P, holding the chosen sizes; the cells keep their ids) an
 Snakemake on it with the campaign's name (``--profile slurm`` passed through), so results land
 in the campaign's store. ``results/<c>/adaptive/rounds.jsonl`` records every round when it is
 chosen (round, the surrogate, per library the cells chosen, the cells measured before it, the
-predicted regret and its q95). Resume: rerunning the same command first measures again every recorded round
-whose runs (every launch of ``stopping.launches``) are not all in run documents (Snakemake and
-the runs' journals skip what was measured), then continues; a cell with a run document is
-never chosen again.
+predicted regret and its q95). Resume: rerunning the same command first measures again every
+recorded round whose runs (every launch of ``stopping.launches``) are not all in run documents
+(Snakemake and the runs' journals skip what was measured), then continues; a cell with a run
+document is never chosen again.
 """
 
 from __future__ import annotations
