@@ -297,3 +297,32 @@ def test_the_statistic_defaults_to_the_report_statistic_of_the_configfile(tmp_pa
                                     (None, shipped, "mean")):
         args = argparse.Namespace(statistic=given, configfile=configfile)
         assert tune_cli.statistic(args, parser) == want, (given, configfile)
+
+
+def test_a_truth_pooled_from_several_campaigns(roots, capsys):
+    results, _ = roots
+    base = small_summary()
+    store(results, base)
+    noisy = {}
+    for k, name in enumerate(("again", "later")):
+        other = small_summary()
+        other["mean"] = other["mean"] * np.exp(0.3 * np.random.default_rng(10 + k).standard_normal(len(other)))
+        store(results, other, name)
+        noisy[name] = other
+    assert main(["tune", "truth", "--regret", "--pool", "again", "--judge", "later", "--seeds",
+                 "1", "--batch", "48", "--trees", str(TREES)]) == 0
+    tables = results / "truth" / "tables"
+    assert "Truth: truth+again, pooled" in (tables / "regret.md").read_text()
+    judged = pd.read_csv(tables / "regret_judged.csv").set_index(["library", "policy", "share"])
+    truth = regret.pooled([regret.truth(base, "mpich"), regret.truth(noisy["again"], "mpich")])
+    floor = judged.loc[("mpich", "exhaustive", 1.0)]
+    assert floor["judged_regret"] == pytest.approx(
+        regret.exhaustive_judged(truth, regret.truth(noisy["later"], "mpich"))["judged_regret"])
+    curves = pd.read_csv(tables / "regret_curve.csv")
+    assert (curves.groupby(["library", "policy", "seed"])["mean_regret"].last() == 0).all()
+    for argv, says in ((["--pool", "truth"], "argument --pool: got 'truth', the campaign itself"),
+                       (["--pool", "later", "--judge", "later"], "got 'later', also a judge"),
+                       (["--pool", "nope"], "argument --pool: campaign 'nope' has no results")):
+        with pytest.raises(SystemExit):
+            main(["tune", "truth", "--regret", *argv])
+        assert says in capsys.readouterr().err

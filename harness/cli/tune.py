@@ -50,6 +50,10 @@ def register(sub) -> None:
                         "worth in fresh launches, and what the exhaustive BEST itself is worth. "
                         "Several campaigns are pooled (the mean of their times per cell), a "
                         "judge with less noise")
+    g.add_argument("--pool", metavar="CAMPAIGN", nargs="+", action="extend", default=None,
+                   help="other exhaustive campaigns of the same cells, pooled with this one "
+                        "into the truth (per cell the mean of their times): a truth with less "
+                        "of one campaign's noise; the outputs stay under this campaign")
     g.add_argument("--seeds", type=int_at_least(1), default=3,
                    help="replays of the seeded policies (adaptive, random) per library; the "
                         "table gives the median and the range (default: %(default)s)")
@@ -163,6 +167,16 @@ def cmd_regret(args, parser) -> int:
             judge.append(tune.load(paths.results_root(), name, statistic=args.statistic))
         except tune.TuneError as exc:
             parser.error(f"argument --judge: {exc}")
+    pool = []
+    for name in dict.fromkeys(args.pool or []):
+        if name == args.campaign or name in (args.judge or []):
+            parser.error(f"argument --pool: got {name!r}, "
+                         + ("the campaign itself" if name == args.campaign else "also a judge")
+                         + "; expected another campaign of the same cells, not judged")
+        try:
+            pool.append(tune.load(paths.results_root(), name, statistic=args.statistic))
+        except tune.TuneError as exc:
+            parser.error(f"argument --pool: {exc}")
     shared = int(summary["shared_cpu"].eq(True).sum()) if "shared_cpu" in summary else 0
     if shared:  # the truth itself disturbed (harness/measure/placement.py)
         print(f"{args.campaign}: {shared} of {len(summary)} cells ran with two ranks "
@@ -177,10 +191,12 @@ def cmd_regret(args, parser) -> int:
             summary, paths.results_root() / args.campaign / "tables",
             paths.figures_root() / args.campaign, seeds=args.seeds, batch=args.batch,
             log=lambda line: print(line, flush=True), judge=judge or None,
-            judge_name="+".join(dict.fromkeys(args.judge or ["judge"])), **options)
+            judge_name="+".join(dict.fromkeys(args.judge or ["judge"])), pool=pool,
+            truth_name="+".join(dict.fromkeys([args.campaign, *(args.pool or [])])), **options)
     except ValueError as exc:
         parser.error(f"argument --judge: {exc}" if str(exc).startswith("judge")
                      else f"argument --surrogate: {exc}" if str(exc).startswith("surrogate")
+                     else f"argument --pool: {exc}" if str(exc).startswith("pool")
                      else f"argument campaign: {args.campaign}: {exc}")
     for path in written:
         print(path)

@@ -79,9 +79,11 @@ def library_algorithms(summary: pd.DataFrame) -> dict[str, int]:
     return out
 
 
-def truth_tables(summary: pd.DataFrame, libraries=None) -> dict[str, pd.DataFrame]:
-    """Library -> its truth table; ValueError naming the library when one has fewer than two
-    timed native algorithms (nothing to choose between) or none at all."""
+def truth_tables(summary: pd.DataFrame, libraries=None, pool=()) -> dict[str, pd.DataFrame]:
+    """Library -> its truth table (with ``pool``, summaries of other campaigns of the same
+    cells: the tables of all of them pooled, ``regret.pooled``); ValueError naming the library
+    when one has fewer than two timed native algorithms (nothing to choose between) or none at
+    all, or naming the pooled campaign a library's table fails in."""
     counts = library_algorithms(summary)
     if libraries is None:
         libraries = [lib for lib, n in counts.items() if n > 0]
@@ -95,6 +97,12 @@ def truth_tables(summary: pd.DataFrame, libraries=None) -> dict[str, pd.DataFram
             raise ValueError(f"library: {library!r} has {counts.get(library, 0)} timed native "
                              f"algorithm(s) in the summary, expected at least 2 to choose between")
         out[library] = regret.truth(summary, library)
+        if pool:
+            try:
+                out[library] = regret.pooled([out[library],
+                                              *(regret.truth(one, library) for one in pool)])
+            except ValueError as exc:
+                raise ValueError(f"pool: {exc}") from None
     return out
 
 
@@ -343,16 +351,18 @@ def figure(curves: pd.DataFrame, table: pd.DataFrame, library: str, path,
 def make_regret(summary: pd.DataFrame, tables_dir, figures_dir, seeds: int = 3,
                 batch: int | None = None, trees: int = TREES, libraries=None,
                 log=None, judge=None, judge_name: str = "judge",
-                surrogate: str = DEFAULT_SURROGATE) -> list[Path]:
+                surrogate: str = DEFAULT_SURROGATE, pool=(), truth_name: str | None = None
+                ) -> list[Path]:
     """Every output of the module doc from ``summary`` (the exhaustive campaign). ``batch``:
     cells per batch of every replay (default: a 25th of the library's cells, at least 4).
     ``judge``: the summary of another exhaustive campaign of the same cells (``judge_name``),
     or a list of such summaries, pooled (``regret.pooled``): every choice is also timed there
     (``tables/regret_judged``, the figures' third panel).
     ``surrogate``: the model that guesses the winners (``forecast.SURROGATES``), named in every
-    caption and title."""
+    caption and title. ``pool``: summaries of other exhaustive campaigns of the same cells,
+    pooled with ``summary`` into the truth (``truth_name`` names it in the captions)."""
     surrogate = checked_surrogate(surrogate)
-    truths = truth_tables(summary, libraries)
+    truths = truth_tables(summary, libraries, pool)
     judges = {} if judge is None else {lib: judge_table(judge, lib, judge_name) for lib in truths}
     curves, rows, general, points, judged = [], [], [], {}, []
     largest = getattr(SURROGATES[surrogate], "MAX_CELLS", math.inf)
@@ -374,7 +384,9 @@ def make_regret(summary: pd.DataFrame, tables_dir, figures_dir, seeds: int = 3,
     frame = pd.DataFrame(rows).reindex(columns=TABLE_COLUMNS)
     gen = pd.DataFrame(general).reindex(columns=GENERALISATION_COLUMNS)
     tables_dir, figures_dir = Path(tables_dir), Path(figures_dir)
-    model = f" Surrogate: {SURROGATES[surrogate].TITLE}."
+    truth_name = truth_name or Path(tables_dir).parent.name
+    model = f" Surrogate: {SURROGATES[surrogate].TITLE}." + (
+        f" Truth: {truth_name}, pooled (per cell the mean of their times)." if pool else "")
     written = tables.write_table(frame, tables_dir / "regret", CAPTION + model,
                                  **tables.cells_of(display(frame)))
     written += tables.write_table(gen, tables_dir / "regret_generalisation",
@@ -385,7 +397,7 @@ def make_regret(summary: pd.DataFrame, tables_dir, figures_dir, seeds: int = 3,
         shares = ", ".join(percent(x) for x in JUDGED_SHARES)
         written += tables.write_table(
             frame, tables_dir / "regret_judged",
-            JUDGED_CAPTION.format(truth=tables_dir.parent.name, judge=judge_name, shares=shares)
+            JUDGED_CAPTION.format(truth=truth_name, judge=judge_name, shares=shares)
             + model,
             **tables.cells_of(judged_display(frame)))
     path = tables_dir / "regret_curve.csv"
