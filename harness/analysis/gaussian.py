@@ -48,7 +48,8 @@ class GaussianSurrogate:
     TITLE = "Gaussian process"  # in captions and figure titles
     # the adaptive policy's share of points explored: none, the posterior's spread already
     # grows away from the measured cells; replayed on three campaigns of
-    # config/tuning-truth.yaml, 0 needed fewer cells than the forest's 0.5 (docs/tuning.md)
+    # config/tuning-truth.yaml, 0 needed fewer cells than 0.5 for Intel MPI and Open MPI in
+    # all three, as many for MPICH in two and more in one (docs/tuning.md)
     EXPLORE = 0.0
     MAX_CELLS = 3000  # the fit takes O(n^3) time and O(n^2 x features) memory: 2 min, 1.3 GB
     # at 1500 cells here; beyond this many, the forest
