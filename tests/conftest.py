@@ -74,6 +74,54 @@ def pytest_make_collect_report(collector):
     return report
 
 
+# What a test started and left running is stopped when the test ends: a test that failed or
+# timed out in the middle of a workflow (pytest-timeout ends the test, not the processes it
+# started) otherwise leaves its Snakemake, launches and ranks running, and a launch left
+# holding the machine's launch turn (HARNESS_LAUNCH_LOCK) stalls every test after it: one
+# hung launch once cost a CI run 18 failures. Every process a test starts inherits
+# PYTEST_CURRENT_TEST ("<test> (call)"), which finds them; what a module's fixture started (in
+# a test's set-up, such as the local Slurm) is not touched.
+
+
+def started_by(phase: str) -> list[int]:
+    """The processes (not this one) whose environment says ``PYTEST_CURRENT_TEST=<phase>``."""
+    marker = f"PYTEST_CURRENT_TEST={phase}".encode()
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            env = (entry / "environ").read_bytes()
+        except OSError:  # gone, or not ours to read
+            continue
+        if marker in env.split(b"\0") and int(entry.name) != os.getpid():
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    import signal
+    import time
+
+    try:
+        return (yield)
+    finally:
+        stopped: set = set()
+        for _ in range(20):  # again until none is left: one may be forking as it is stopped
+            left = set(started_by(f"{item.nodeid} (call)"))
+            if not left:
+                break
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            stopped |= left
+            time.sleep(0.1)
+        if stopped:
+            print(f"\n{item.nodeid}: stopped {len(stopped)} process(es) it left running",
+                  file=sys.stderr)
+
+
 # HARNESS_TEST_CPU_TRACE (a file): one line per test with its wall time and the CPU seconds
 # it took, its own and its children's (the launches, Snakemake and harness commands it
 # waited for): on two cores the suite's wall time follows its CPU time, not its durations.

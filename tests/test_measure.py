@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from conftest import FAST, PLUGIN, execute_run, harness
+from conftest import FAST, PLUGIN, execute_run, fast_settings, harness
 
 from harness.cells import Cell
 from harness.verify import DTYPES, OPS
@@ -207,3 +207,45 @@ def test_campaign_name_is_never_pasted_unquoted(results_root):
                   "--size", "8B", *FAST)
     assert out.returncode == 0, out.stderr
     assert (results_root / "odd $(name);x" / "summary.csv").is_file()
+
+
+@pytest.mark.parametrize("library", ["mpich", "impi", "openmpi"])
+def test_rank_that_cannot_read_the_spec_ends_the_launch(results_root, library):
+    """One rank of a launch whose job spec it cannot read (a second workflow rewriting it, a
+    file system hiccup) fails before MPI starts; its peer, already in MPI, must not wait for it
+    for ever: the whole launch ends, non-zero, naming the missing file. (MPICH's launcher
+    once kept such a peer, and the test machine's launch turn, for 30 minutes.)"""
+    import signal
+    import subprocess
+
+    from harness import libraries
+    from harness.campaign import runner
+    from harness.cells import Run
+    from harness.results import store as results
+
+    cell = Cell(library, "native:auto", 2, 64, "float64", "sum", "none", 0.0, 0, 1, ())
+    run = Run(library=library, env=(), procs=2, nodes=1, cells=(cell,), thread_level="single")
+    store = results.CampaignStore(results_root, "t")
+    script, spec = runner.prepare(run, libraries.get_library(library), store, fast_settings())
+    runner.write(store, script, spec)
+    good = str(store.job_spec(run.run_id))
+    missing = str(results_root / "no-such-spec.json")
+    # the job script's own launch, as MPMD: rank 0 reads the spec, rank 1 a missing file
+    text = store.job_script(run.run_id).read_text()
+    launch = shlex.split(text.strip().splitlines()[-1])
+    n = launch.index("-n")
+    assert launch[0] == "exec" and launch[-1] == good and launch[n + 1] == "2", launch
+    launcher, program = launch[1:n], launch[n + 2:-1]  # mpiexec [options], python -m ...bench
+    mpmd = [*launcher, "-n", "1", *program, good, ":", "-n", "1", *program, missing]
+    script_path = store.job_script(run.run_id)
+    script_path.write_text(text.replace(text.strip().splitlines()[-1], shlex.join(["exec", *mpmd])))
+    proc = subprocess.Popen(["bash", str(script_path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        pytest.fail(f"the launch still ran 120 s after one rank could not read its spec:\n{out[-3000:]}")
+    assert proc.returncode != 0, out[-3000:]
+    assert "no-such-spec.json" in out, out[-3000:]

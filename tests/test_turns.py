@@ -4,6 +4,7 @@ variable unset, nothing waits."""
 
 import fcntl
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -105,3 +106,25 @@ def test_a_turn_runs_at_the_launch_nice_value_then_goes_back(tmp_path):
     assert proc.returncode == 0, err
     child, inside, after = out.split()
     assert (int(child), int(inside), int(after)) == ((5, 5, 15) if privileged else (15, 15, 15))
+
+
+def test_what_a_test_left_running_is_found_by_its_phase(tmp_path):
+    """tests/conftest.py stops, when a test ends, the processes its call started and left
+    running (a failed workflow test's launch would hold the turn above for every test after
+    it); it finds them, children included, by their PYTEST_CURRENT_TEST."""
+    from conftest import started_by
+
+    phase = f"probe-{os.getpid()}-{time.monotonic_ns()} (call)"
+    env = {**os.environ, "PYTEST_CURRENT_TEST": phase}
+    parent = subprocess.Popen(["bash", "-c", "sleep 300 & wait"], env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while len(found := started_by(phase)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert parent.pid in found and len(found) == 2, found  # bash and its sleep
+        assert started_by(phase.replace("(call)", "(setup)")) == []
+        assert os.getpid() not in started_by(os.environ["PYTEST_CURRENT_TEST"])
+    finally:
+        for pid in started_by(phase):
+            os.kill(pid, signal.SIGKILL)
+        parent.wait()

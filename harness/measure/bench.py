@@ -26,7 +26,8 @@ from ..libraries import get_library
 from ..results import store as results
 from .clocksync import LaunchClock
 from .counting import record_counts
-from .launch import init_mpi, launch_provenance, node_name, oversubscribed, resume, write_raw
+from .launch import (init_mpi, launch_provenance, node_name, oversubscribed, resume, run_or_abort,
+                     write_raw)
 from .placement import CellPlacement
 from .timing import ARRIVAL, EXTRA, FINISH, IN_CELL, OFFSET, VERIFIED, TimedCell
 
@@ -310,7 +311,7 @@ def main(argv=None) -> int:
     if len(argv) != 1:
         print("usage: python -m harness.measure.bench RUN_SPEC.json", file=sys.stderr)
         return 2
-    return run(argv[0])
+    return run_or_abort(run, argv[0])
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@ writes): MPI initialised at the thread level the run asks for (``init_mpi``), th
 provenance (``launch_provenance``: library and versions, hosts, cores, the environment that
 steers the libraries, the job script's hash), whether ranks share cores (``oversubscribed``),
 and the journal of an earlier attempt of the run (``resume``) with its raw table
-(``write_raw``). Used by ``bench.py`` and the SGD training program ``sgd.py``.
+(``write_raw``); a rank that fails ends the whole launch (``run_or_abort``). Used by
+``bench.py`` and the SGD training program ``sgd.py``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import hashlib
 import os
 import platform
 import sys
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -134,3 +136,39 @@ def init_mpi(thread_level: str):
                   f"{THREAD_LEVELS[levels.index(MPI.Query_thread())]}", file=sys.stderr)
         MPI.COMM_WORLD.Abort(3)
     return MPI
+
+
+ABORTED = 1  # the MPI_Abort error code of a launch ended by a rank's failure (``run_or_abort``)
+
+
+def run_or_abort(entry, *args) -> int:
+    """``entry(*args)``, this rank's whole program; an exception that escapes it (a job spec
+    this rank could not read while a second workflow rewrote it, a journal it could not
+    write) prints its traceback and aborts the whole launch (MPI_Abort), starting MPI first
+    if the rank failed before it did. Without that, the peers wait for ever for the rank
+    that is gone, in a collective or in MPI's start-up (MPICH's launcher kept such a launch
+    30 minutes, to its wall time), and the run's ``--timeout`` is all that ends it."""
+    try:
+        return entry(*args)
+    except Exception:
+        traceback.print_exc()
+        sys.stderr.flush()
+        sys.stdout.flush()
+        abort_launch(ABORTED)
+        raise  # not reached: MPI_Abort ends the process
+
+
+def abort_launch(code: int) -> None:
+    """MPI_Abort of the whole launch with ``code``; MPI started (at thread level single) if
+    this rank had not started it; a plain exit when MPI is already finalised."""
+    import mpi4py
+
+    if "mpi4py.MPI" not in sys.modules:
+        mpi4py.rc.thread_level = "single"
+    from mpi4py import MPI
+
+    if not MPI.Is_initialized():
+        MPI.Init()
+    if MPI.Is_finalized():
+        os._exit(code)
+    MPI.COMM_WORLD.Abort(code)

@@ -50,7 +50,7 @@ from .. import fileio
 from ..algorithms import Context, load_plugin, resolve
 from ..results import store as results
 from .arrival import Monitor
-from .launch import init_mpi, launch_provenance
+from .launch import init_mpi, launch_provenance, run_or_abort
 
 PAPER_EDGE = 0.44  # the paper: edge() before the last layer, at about 44 % of the compute
 EDGE_WINDOW = 20  # iterations of measured fractions the ``auto`` edge takes the median of
@@ -358,7 +358,8 @@ def _document(spec, per_rank, size, count, stragglers, delay, test_loss, accurac
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m harness.measure.sgd", description=__doc__.split("\n")[0])
     ap.add_argument("spec", help="an execution's spec (results/<c>/sgd/<experiment>/jobs/*.json)")
-    return train(fileio.read_json(ap.parse_args(argv).spec))
+    spec = ap.parse_args(argv).spec
+    return run_or_abort(lambda: train(fileio.read_json(spec)))
 
 
 if __name__ == "__main__":
