@@ -77,8 +77,8 @@ def pytest_make_collect_report(collector):
 # What a test started and left running is stopped when the test ends: a test that failed or
 # timed out in the middle of a workflow (pytest-timeout ends the test, not the processes it
 # started) otherwise leaves its Snakemake, launches and ranks running, and a launch left
-# holding the machine's launch turn (HARNESS_LAUNCH_LOCK) stalls every test after it: one
-# hung launch once cost a CI run 18 failures. Every process a test starts inherits
+# holding the machine's launch turn (HARNESS_LAUNCH_LOCK) stalls every test after it (one
+# hung launch would have held it to its 30-minute wall time). Every process a test starts inherits
 # PYTEST_CURRENT_TEST ("<test> (call)"), which finds them; what a module's fixture started (in
 # a test's set-up, such as the local Slurm) is not touched.
 
