@@ -34,6 +34,7 @@ wildcard_constraints:
     group="[A-Za-z0-9_.-]+",
     library="[a-z0-9_]+"
 
+include: "workflow/rules/preflight.smk"
 include: "workflow/rules/jobscripts.smk"
 include: "workflow/rules/measure.smk"
 include: "workflow/rules/aggregate.smk"

@@ -29,18 +29,23 @@ from .errors import ForcingError
 MPI_T_ERR_INVALID_NAME = 73  # MPICH and Open MPI agree on this value
 
 
+def loaded_libmpi() -> str | None:
+    """The path of the MPI library this process loaded (``libmpi.so.*``, or ``libmpich.so.*``
+    as Debian's MPICH names it), from /proc/self/maps; None before MPI is loaded."""
+    with open("/proc/self/maps") as fh:
+        for line in fh:
+            p = line.split()[-1]
+            if re.match(r"lib(mpi|mpich)(_\w+)?\.so", os.path.basename(p)) and "mpi4py" not in p:
+                return p
+    return None
+
+
 @lru_cache(maxsize=1)
 def _lib() -> ctypes.CDLL:
     """The libmpi mpi4py loaded, with MPI_T initialised (once per process)."""
     from mpi4py import MPI  # noqa: F401  (loads and initialises MPI first)
 
-    path = None
-    with open("/proc/self/maps") as fh:
-        for line in fh:
-            p = line.split()[-1]
-            if re.match(r"libmpi(_\w+)?\.so", os.path.basename(p)) and "mpi4py" not in p:
-                path = p
-                break
+    path = loaded_libmpi()
     if path is None:
         raise ForcingError("cannot find the loaded libmpi in /proc/self/maps")
     lib = ctypes.CDLL(path)
@@ -86,9 +91,11 @@ class ControlVariable:
         if rc != 0:
             raise ForcingError(f"MPI_T_cvar_write({self.name}={value}) failed (error {rc})")
 
-    def values(self) -> dict[str, int]:
+    def values(self, known=()) -> dict[str, int]:
         """Name -> value of an enum variable: its MPI_T enum items, else (MPICH) the names
-        listed one per line as ``name - text`` in its description, numbered from 0."""
+        listed one per line as ``name - text`` in its description, numbered from 0. MPICH 4.0
+        joins the description's lines with nothing between them ("...algorithmring - Force
+        ring..."): there the names ``known`` are looked for, numbered in order of place."""
         lib = _lib()
         name, desc = ctypes.create_string_buffer(256), ctypes.create_string_buffer(8192)
         nlen, dlen = ctypes.c_int(256), ctypes.c_int(8192)
@@ -108,7 +115,15 @@ class ControlVariable:
                 lib.MPI_T_enum_get_item(enum, i, ctypes.byref(v), b, ctypes.byref(bl))
                 out[b.value.decode()] = v.value
             return out
-        names = re.findall(r"^(\w+)\s+-\s", desc.value.decode(errors="replace"), re.M)
+        text = desc.value.decode(errors="replace")
+        if "\n" not in text and known:
+            places = {}
+            for n in known:
+                m = re.search(rf"(?<!_){re.escape(n)}\s+-\s", text)  # not k_<n>
+                if m:
+                    places[n] = m.start()
+            return {n: i for i, n in enumerate(sorted(places, key=places.get))}
+        names = re.findall(r"^(\w+)\s+-\s", text, re.M)
         return {n: i for i, n in enumerate(names)}
 
 
@@ -127,13 +142,23 @@ def running_library() -> str:
     from mpi4py import MPI
 
     v = MPI.Get_library_version()
-    if "Intel" in v:
+    family = family_of_version(v)
+    if family is None:
+        raise ForcingError(f"unknown MPI library: {v.splitlines()[0]!r}")
+    return family
+
+
+def family_of_version(version: str) -> str | None:
+    """The family of a library version string (``MPI_Get_library_version``): Intel MPI's
+    mentions MPICH too, so it is tested first; MPICH's derivatives (Cray MPICH, MVAPICH) are
+    MPICH's family. None for a library of no known family."""
+    if "Intel" in version:
         return "impi"
-    if "Open MPI" in v:
+    if "Open MPI" in version:
         return "openmpi"
-    if "MPICH" in v:
+    if "MPICH" in version.upper() or "MVAPICH" in version.upper():
         return "mpich"
-    raise ForcingError(f"unknown MPI library: {v.splitlines()[0]!r}")
+    return None
 
 
 def launch_forces(native_env: dict) -> bool:

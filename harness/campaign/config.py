@@ -22,7 +22,7 @@ from .. import paths
 from ..algorithms import REGISTRY, load_plugin
 from ..dnn.workload import DEFAULTS, KEY
 from ..errors import ConfigError
-from ..libraries import library_sort_key
+from ..libraries import FAMILIES, check_site, declare, family_of, library_sort_key
 from ..units import parse_size, parse_time
 
 SCHEMA_FILE = paths.REPO_ROOT / "workflow" / "schemas" / "experiments.schema.yaml"
@@ -136,6 +136,7 @@ def validate(doc, source: str = "config", base: Path | None = None) -> Config:
     if walltime <= 0:
         raise ConfigError(f"{source}: run_walltime: expected a time > 0, got {doc['run_walltime']!r}")
 
+    _installations(doc, source)
     plugins = []
     for i, p in enumerate(doc["plugins"]):
         path = Path(p) if Path(p).is_absolute() else (base or Path.cwd()) / p
@@ -191,6 +192,27 @@ def validate(doc, source: str = "config", base: Path | None = None) -> Config:
                   experiments=tuple(experiments), source=source, digest=digest,
                   plugins=tuple(plugins), confirm=confirm, tune=dict(doc["tune"]),
                   sgd=_sgd(doc, source), report=report)
+
+
+def _installations(doc: dict, source: str) -> None:
+    """Check each ``libraries.<name>`` declaration (family, launcher, env names) and make its
+    name known; every library an experiment or an SGD experiment names must be a wheel's
+    family or declared. ConfigError naming the key path."""
+    declared = doc["libraries"] or {}
+    for name, site in declared.items():
+        try:
+            check_site(name, site)
+            declare(name, family_of(name, site))
+        except (ValueError, KeyError) as exc:
+            raise ConfigError(f"{source}: {exc.args[0]}") from None
+    known = sorted(set(FAMILIES) | set(declared))
+    uses = [(f"experiments.{n}.libraries[{i}]", lib) for n, e in doc["experiments"].items()
+            for i, lib in enumerate(e["libraries"])]
+    uses += [(f"sgd.{n}.library", e["library"]) for n, e in doc["sgd"].items()]
+    for where, lib in uses:
+        if lib not in known:
+            raise ConfigError(f"{source}: {where}: {lib!r} is neither a wheel ({', '.join(FAMILIES)}) "
+                              f"nor declared under libraries; expected one of {', '.join(known)}")
 
 
 def _report(doc: dict, given: dict, experiments: list, source: str) -> dict:

@@ -1,7 +1,12 @@
 """The experiment matrix of a config expanded into runs (``expand``), replicated into
-launches, with each run's forcing environment and library (cells and runs: ``cells.py``)."""
+launches, with each run's forcing environment and library (cells and runs: ``cells.py``);
+the cells outside their native algorithm's ``applies`` condition, never launched
+(``partition``, ``NotApplicable``)."""
 
 from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -12,6 +17,7 @@ from ..dnn import workload
 from ..errors import ConfigError
 from ..libraries import get_library
 from ..measure.buffers import check as check_buffers
+from ..measure.preflight import identified
 
 
 def expand_algorithms(patterns, lib, where: str) -> list[str]:
@@ -25,7 +31,10 @@ def expand_algorithms(patterns, lib, where: str) -> list[str]:
         if pat in lib.selector_names():  # named explicitly only, never by a glob
             hits = [pat]
         if not hits:
-            raise ConfigError(f"{where}[{i}]: {pat!r} matches no algorithm of {lib.name}; "
+            lacks = ""
+            if pat.startswith("native:") and pat[7:] in lib.algorithms and not lib.has(pat[7:]):
+                lacks = f" (the library, {lib.version}, does not have it)"
+            raise ConfigError(f"{where}[{i}]: {pat!r} matches no algorithm of {lib.name}{lacks}; "
                               f"valid: {', '.join(known + lib.selector_names())}")
         out.extend(h for h in hits if h not in out)
     return out
@@ -34,9 +43,46 @@ def expand_algorithms(patterns, lib, where: str) -> list[str]:
 def expand(cfg) -> list[Run]:
     """Every cell of every experiment of ``cfg``, grouped into runs (one MPI launch each):
     same library, forcing environment, P and node count. A cell asked for by several
-    experiments is measured once. Runs and their cells come in a stable order."""
+    experiments is measured once. Runs and their cells come in a stable order. Cells outside
+    their native algorithm's ``applies`` condition are in no run (``partition``)."""
+    return partition(cfg)[0]
 
+
+@dataclass(frozen=True)
+class NotApplicable:
+    """The cells of one would-be run (``run``) that the catalogue's ``applies`` condition of
+    their native algorithm excludes: the library would silently run another algorithm. They
+    are never launched; their run document (``results.not_applicable_doc``) records each
+    ``not-applicable`` with ``reasons[cell id]``, the text ``NativeAlgorithm.not_applicable``
+    gives."""
+
+    run: Run
+    reasons: dict
+
+    @property
+    def run_id(self) -> str:
+        """Never the id of a launched run (``r`` + 12 hex digits, as the workflow expects)."""
+        return "r" + hashlib.sha1(f"{self.run.run_id}:not-applicable".encode()).hexdigest()[:12]
+
+
+def not_applicable(lib, cell: Cell) -> str | None:
+    """Why ``cell`` is outside its native algorithm's ``applies`` condition in ``lib``
+    (``NativeAlgorithm.not_applicable``; a workload cell when any of its calls' counts is),
+    or None."""
+    if not cell.algorithm.startswith("native:"):
+        return None
+    entry = lib.native(cell.algorithm)
+    counts = (sorted(set(workload.counts(cell.params, cell.dtype)))
+              if workload.is_workload(cell.params) else [cell.count])
+    itemsize = np.dtype(cell.dtype).itemsize
+    return next(filter(None, (entry.not_applicable(n, cell.procs, itemsize) for n in counts)), None)
+
+
+def partition(cfg) -> tuple[list[Run], list[NotApplicable]]:
+    """(the runs of ``cfg``, replicated into its launches; the cells no run launches, per
+    would-be run, in a stable order): see ``expand`` and ``NotApplicable``."""
     groups: dict[tuple, dict[str, Cell]] = {}
+    skipped: dict[tuple, dict[str, tuple]] = {}
     for ex in cfg.experiments:
         delay_settings = []
         for mode in ex.delays:
@@ -85,11 +131,20 @@ def expand(cfg) -> list[Run]:
                                             f"{cfg.source}: experiments.{ex.name}.params: "
                                             f"{exc.args[0]}") from None
                                     key = (libname, env, procs, ex.nodes, level)
-                                    groups.setdefault(key, {}).setdefault(cell.cell_id, cell)
+                                    reason = not_applicable(lib, cell)
+                                    if reason:  # decided here: never launched
+                                        skipped.setdefault(key, {}).setdefault(
+                                            cell.cell_id, (cell, reason))
+                                    else:
+                                        groups.setdefault(key, {}).setdefault(cell.cell_id, cell)
     runs = [Run(library=k[0], env=k[1], procs=k[2], nodes=k[3], cells=tuple(v.values()),
                 thread_level=k[4])
             for k, v in groups.items()]
-    return replicate(runs, int(cfg.stopping.get("launches", 1)), cfg.seed)
+    unlaunched = [NotApplicable(Run(library=k[0], env=k[1], procs=k[2], nodes=k[3],
+                                    cells=tuple(c for c, _ in v.values()), thread_level=k[4]),
+                                {cid: why for cid, (_, why) in v.items()})
+                  for k, v in skipped.items()]
+    return replicate(runs, int(cfg.stopping.get("launches", 1)), cfg.seed), unlaunched
 
 
 def replicate(runs, launches: int, seed: int = 0) -> list[Run]:
@@ -172,15 +227,24 @@ def param_sets(params: tuple) -> list[tuple]:
 
 
 def library_for(cfg, name: str):
-    """The library ``name`` as the config describes it: the site's setup and launcher if the
-    config has a ``libraries.<name>`` entry, else the local wheel, launched with srun when the
-    config says ``launch: srun``."""
+    """The installation ``name`` as the config describes it: the site's setup and launcher if
+    the config has a ``libraries.<name>`` entry, else the local wheel, launched with srun when
+    the config says ``launch: srun``. A declared installation is read first
+    (``harness.measure.preflight.discover``, one process, no launcher): its catalogue is what
+    the library has, and a family that does not match is an InstallationError (ConfigError)."""
+    return installation(name, cfg.libraries.get(name), cfg.launch)
+
+
+def installation(name: str, site: dict | None, launch: str):
+    """``library_for`` from its parts: the declaration ``site`` (None: the wheel) and the
+    config's ``launch`` (``srun`` launches a wheel with srun)."""
     from dataclasses import replace
 
-    site = cfg.libraries.get(name)
     lib = get_library(name, site)
-    if not site and cfg.launch == "srun":
+    if not site and launch == "srun":
         lib = replace(lib, launcher=SRUN)
+    if lib.declared:  # a site's library: what it is and can force, read from it
+        lib = identified(lib)
     return lib
 
 

@@ -47,6 +47,7 @@ def prepare(run: Run, lib: Library, store: results.CampaignStore, settings: dict
         "run_id": run_id,
         "campaign": store.campaign,
         "library": lib.name,
+        "family": lib.family,
         "procs": run.procs,
         "nodes": run.nodes,
         "thread_level": run.thread_level,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from .. import paths
+from .. import fileio, paths
 from ..algorithms import p2p_bench
 from ..dnn import workload
 from ..results import store as results
@@ -25,6 +25,20 @@ class Campaign:
         self.figures = paths.figures_root() / self.cfg.campaign
         self.cell_ids = {c.cell_id for r in self.runs.values() for c in r.cells}
         self.libraries = sorted({r.library for r in self.runs.values()})
+
+    def installations(self) -> list[str]:
+        """Every installation the campaign launches: its runs' and its SGD experiments'."""
+        return sorted({r.library for r in self.runs.values()}
+                      | {e["library"] for e in (self.cfg.sgd or {}).values()})
+
+    def declaration(self, library: str) -> dict:
+        """What the pre-flight of ``library`` needs (``harness preflight``): its name, its
+        declaration under ``libraries:`` (None: the wheel) and the config's ``launch``."""
+        return {"name": library, "site": self.cfg.libraries.get(library),
+                "launch": self.cfg.launch, "campaign": self.cfg.campaign}
+
+    def write_declaration(self, library: str, path) -> None:
+        fileio.write_json(path, self.declaration(library))
 
     def settings(self) -> dict:
         return dict(self.cfg.stopping)

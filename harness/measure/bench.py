@@ -22,7 +22,7 @@ from ..algorithms import load_plugin
 from ..cells import Cell
 from ..delays import delay_vector
 from ..dnn import workload
-from ..libraries import get_library
+from ..libraries import declare, get_library
 from ..results import store as results
 from .clocksync import LaunchClock
 from .counting import record_counts
@@ -236,6 +236,7 @@ def _record_knowledge(m: TimedCell, errors: list) -> None:
 
 def run(spec_path: str) -> int:
     spec = fileio.read_json(spec_path)
+    declare(spec["library"], spec.get("family") or spec["library"])  # its family's catalogue
     MPI = init_mpi(spec.get("thread_level", "single"))
     for plugin in spec.get("plugins", []):
         load_plugin(plugin)

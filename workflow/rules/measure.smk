@@ -17,6 +17,7 @@ rule measure:
     input:
         script=RES + "/jobs/{run}.sh",
         spec=RES + "/jobs/{run}.json",
+        installations=PREFLIGHT_OUTPUTS,  # workflow/rules/preflight.smk
     output:
         RES + "/runs/{run}.json",
     params:

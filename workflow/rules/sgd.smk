@@ -65,6 +65,7 @@ rule sgd_train:
         spec=RES + "/sgd/{experiment}/jobs/{algorithm}-{k}.json",
         script=RES + "/sgd/{experiment}/jobs/{algorithm}-{k}.sh",
         previous=_sgd_previous,
+        installations=PREFLIGHT_OUTPUTS,  # workflow/rules/preflight.smk
     output:
         RES + "/sgd/{experiment}/{algorithm}-{k}.json",
     wildcard_constraints:
