@@ -174,6 +174,19 @@ class Library:
         return [tok.format(**values) for tok in self.launcher]
 
 
+def family_of_version(version: str) -> str | None:
+    """The family of a library version string (``MPI_Get_library_version``): Intel MPI's
+    mentions MPICH too, so it is tested first; MPICH's derivatives (Cray MPICH, MVAPICH) are
+    MPICH's family. None for a library of no known family."""
+    if "Intel" in version:
+        return "impi"
+    if "Open MPI" in version:
+        return "openmpi"
+    if "MPICH" in version.upper() or "MVAPICH" in version.upper():
+        return "mpich"
+    return None
+
+
 LIBRARY_ORDER = ("mpich", "openmpi", "impi")  # how tables, figures and configs list them
 
 

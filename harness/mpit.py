@@ -25,6 +25,7 @@ import re
 from functools import lru_cache
 
 from .errors import ForcingError
+from .libraries import family_of_version
 
 MPI_T_ERR_INVALID_NAME = 73  # MPICH and Open MPI agree on this value
 
@@ -148,17 +149,13 @@ def running_library() -> str:
     return family
 
 
-def family_of_version(version: str) -> str | None:
-    """The family of a library version string (``MPI_Get_library_version``): Intel MPI's
-    mentions MPICH too, so it is tested first; MPICH's derivatives (Cray MPICH, MVAPICH) are
-    MPICH's family. None for a library of no known family."""
-    if "Intel" in version:
-        return "impi"
-    if "Open MPI" in version:
-        return "openmpi"
-    if "MPICH" in version.upper() or "MVAPICH" in version.upper():
-        return "mpich"
-    return None
+def library_version() -> tuple[str, str]:
+    """The running library's version string as (its first line, whitespace collapsed; the
+    whole text), without the NUL that Open MPI 4.1 leaves at its end."""
+    from mpi4py import MPI
+
+    full = MPI.Get_library_version().replace("\x00", "").strip()
+    return " ".join(full.splitlines()[0].split()), full
 
 
 def launch_forces(native_env: dict) -> bool:

@@ -100,6 +100,7 @@ class Config:
     tune: dict = None  # tuned selection (harness.campaign.tune, harness.campaign.tune_verify): enabled, rounds, ...
     sgd: dict = None  # distributed SGD experiments by name (harness.measure.sgd), as validated by sgd_experiment
     report: dict = None  # report options: reference_library (resolved to a campaign library)
+    allow_failures: bool = False  # harness status exits 0, not 3, with failed/timeout/wrong cells
 
 
 def validate(doc, source: str = "config", base: Path | None = None) -> Config:
@@ -191,7 +192,8 @@ def validate(doc, source: str = "config", base: Path | None = None) -> Config:
                   run_walltime=walltime, stopping=stopping, libraries=doc["libraries"],
                   experiments=tuple(experiments), source=source, digest=digest,
                   plugins=tuple(plugins), confirm=confirm, tune=dict(doc["tune"]),
-                  sgd=_sgd(doc, source), report=report)
+                  sgd=_sgd(doc, source), report=report,
+                  allow_failures=bool(doc.get("allow_failures", False)))
 
 
 def _installations(doc: dict, source: str) -> None:

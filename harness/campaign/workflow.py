@@ -20,10 +20,14 @@ class Campaign:
 
     def __init__(self, doc: dict, source: str = "config"):
         self.cfg = _config.validate(doc, source=source)
-        self.runs = {r.run_id: r for r in plan.expand(self.cfg)}
+        runs, unlaunched = plan.partition(self.cfg)
+        self.runs = {r.run_id: r for r in runs}
+        # cells outside their algorithm's condition: a run document each, no launch
+        self.not_applicable = {n.run_id: n for n in unlaunched}
         self.store = results.CampaignStore(paths.results_root(), self.cfg.campaign)
         self.figures = paths.figures_root() / self.cfg.campaign
-        self.cell_ids = {c.cell_id for r in self.runs.values() for c in r.cells}
+        self.cell_ids = ({c.cell_id for r in self.runs.values() for c in r.cells}
+                         | {c.cell_id for n in unlaunched for c in n.run.cells})
         self.libraries = sorted({r.library for r in self.runs.values()})
 
     def installations(self) -> list[str]:
@@ -42,6 +46,24 @@ class Campaign:
 
     def settings(self) -> dict:
         return dict(self.cfg.stopping)
+
+    def record_not_applicable(self) -> list[str]:
+        """Write the run document of every would-be run of not-applicable cells
+        (``plan.NotApplicable``) that is not there as it should be; returns their run ids.
+        Nothing is launched for them (rule aggregate, before the summary)."""
+        return [run_id for run_id, n in self.not_applicable.items()
+                if results.write_not_applicable(self.store, results.not_applicable_doc(
+                    run_id, self.cfg.campaign, n.run, n.reasons, self.settings(),
+                    self.cfg.digest))]
+
+    def say_outcome(self) -> None:
+        """Print the campaign's last line (``harness.results.outcome``): its cells failed,
+        timed out or wrong, from its summary when there is one (the Snakefile's onsuccess)."""
+        from ..results import outcome
+
+        said = outcome.of_store(self.store, self.cfg.allow_failures)
+        if said:
+            print(said[1], flush=True)
 
     def experiments_of_cells(self) -> dict[str, str]:
         """cell id -> the names of the experiments that ask for it, comma-separated (a cell

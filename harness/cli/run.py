@@ -103,19 +103,60 @@ def register(sub) -> None:
     g.add_argument("--cell", default=None, metavar="CELL_ID",
                    help="measure this cell of --campaign again with the campaign's own settings "
                         "(every other option is ignored) and replace its result")
-    g.add_argument("--configfile", default=None,
-                   help="with --cell: the campaign's config (default config/experiments.yaml)")
+    g.add_argument("--configfile", "--config", default=None, dest="configfile",
+                   help="a campaign config: with --cell, the campaign's (default "
+                        "config/experiments.yaml); without, where --library is declared (an "
+                        "installation under its libraries:)")
     p.set_defaults(func=cmd_run)
+
+
+def _installation(args, err):
+    """The installation ``--library`` names (declared in ``--config``, or a wheel), read and
+    checked by the pre-flight before anything is launched; a one-line error otherwise."""
+    from ..campaign import config as _config
+    from ..measure import preflight
+
+    site, launch = None, "local"
+    if args.configfile:
+        try:
+            cfg = _config.load(args.configfile)
+        except (OSError, _config.ConfigError) as exc:
+            err(f"argument --config: {exc}")
+        site, launch = cfg.libraries.get(args.library), cfg.launch
+        if site is None and args.library not in libraries.FAMILIES:
+            err(f"argument --library: {args.library!r} is not declared in {args.configfile}; "
+                f"expected one of {', '.join(sorted(set(cfg.libraries) | set(libraries.FAMILIES)))}")
+    try:
+        lib = libraries.get_library(args.library, site)
+        if not lib.installed():
+            err(f"argument --library: {lib.name} is not installed under {lib.prefix}; run "
+                f"`make setup`")
+        lib = plan.installation(args.library, site, launch)
+        return libraries.restrict(lib, preflight.preflight(lib))
+    except preflight.InstallationError as exc:
+        print(f"harness run: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    except (KeyError, ValueError) as exc:
+        err(f"argument --library: {exc.args[0]}")
+
+
+def _refuse_ignored(args, parser) -> None:
+    """With ``--cell`` the campaign decides the cell: an option given beside it is an error."""
+    defaults = vars(parser.parse_args(["--cell", args.cell]))
+    for action in parser._actions:
+        if action.dest in ("cell", "campaign", "configfile") or not action.option_strings:
+            continue
+        if getattr(args, action.dest, None) != defaults.get(action.dest):
+            parser.error(f"argument {action.option_strings[0]}: not used with --cell (the "
+                         f"campaign's own settings measure the cell); leave it out")
 
 
 def cmd_run(args, parser) -> int:
     err = lambda msg: parser.error(msg)  # noqa: E731
     if args.cell:
+        _refuse_ignored(args, parser)
         return _rerun_cell(args, parser)
-    try:
-        lib = libraries.get_library(args.library)
-    except KeyError as exc:
-        err(f"argument --library: {exc.args[0]}")
+    lib = _installation(args, err)
     for plugin in args.plugin:
         if not os.path.isfile(plugin):
             err(f"argument --plugin: no such file {plugin!r}")
@@ -153,8 +194,6 @@ def cmd_run(args, parser) -> int:
             f"argument --min-reps: {args.min_reps} exceeds --max-reps {args.max_reps}")
     if not args.campaign or "/" in args.campaign or args.campaign.startswith("."):
         err(f"argument --campaign: expected a plain name, got {args.campaign!r}")
-    if not lib.installed():
-        err(f"argument --library: {lib.name} is not installed under {lib.prefix}; run `make setup`")
 
     params = {}
     for item in args.param:

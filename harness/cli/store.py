@@ -10,15 +10,22 @@ from pathlib import Path
 
 from .. import paths
 from ..campaign import config, plan
-from ..results import check, retry
+from ..results import check, outcome, retry
 from ..results import store as results
 from .args import campaign_args
 
 
 def register(sub) -> None:
     """Add ``status``, ``check`` and ``retry`` to the subparsers ``sub``."""
-    p = sub.add_parser("status", help="a campaign's cells by status, fitting the cores or oversubscribed")
-    p.add_argument("campaign", help="campaign name (results/<campaign>/summary.csv)")
+    p = sub.add_parser(
+        "status", help="a campaign's cells by status, fitting the cores or oversubscribed; exit 3 "
+                       "when cells failed",
+        description="The cells of results/<campaign>/summary.csv by status, split into launches "
+                    "that fit the cores and oversubscribed ones. The last line counts the cells "
+                    "failed, timeout or wrong; with any, the exit status is 3, unless the "
+                    "campaign's config sets allow_failures: true.")
+    campaign_args(p, "the campaign's config, for allow_failures (default: config/experiments.yaml "
+                     "when it defines this campaign)")
     p.set_defaults(func=cmd_status)
     p = sub.add_parser(
         "check", help="validate a campaign's results store; exit 1 naming every inconsistency",
@@ -38,8 +45,9 @@ def register(sub) -> None:
         description="Reset every run with failed or timeout cells (or a damaged file): its run "
                     "document moves to results/<campaign>/retried/, then the workflow runs "
                     "again. Runs resume from their journal, so cells that finished (ok, "
-                    "not-converged, wrong) are not measured again. Arguments after -- go to "
-                    "snakemake, e.g. `harness retry default -- --profile slurm`.")
+                    "not-converged, wrong) are not measured again, nor are not-applicable "
+                    "ones (never launched). Arguments after -- go to snakemake, e.g. `harness "
+                    "retry default -- --profile slurm`.")
     campaign_args(p, "the config the campaign was run with (default config/experiments.yaml)")
     p.add_argument("--dry-run", action="store_true", help="list what would be retried, change nothing")
     p.add_argument("--no-run", action="store_true",
@@ -48,7 +56,9 @@ def register(sub) -> None:
 
 
 def cmd_status(args, parser) -> int:
-    """Cells by status, split into launches that fit the cores and oversubscribed ones."""
+    """Cells by status, split into launches that fit the cores and oversubscribed ones; the last
+    line counts the failed, timeout and wrong ones, and any of them exit 3 (``outcome``)
+    unless the config allows failures."""
     import pandas as pd
 
     path = paths.results_root() / args.campaign / "summary.csv"
@@ -59,6 +69,7 @@ def cmd_status(args, parser) -> int:
         df["oversubscribed"] = None
     over = df["oversubscribed"].map({True: "P > cores", False: "P <= cores", "True": "P > cores",
                                      "False": "P <= cores"}).fillna("unknown")
+    over[df["status"] == "not-applicable"] = "not launched"  # the plan excluded them
     table = pd.crosstab(over, df["status"], margins=True, margins_name="all")
     print(f"campaign {args.campaign}: {len(df)} cells ({path})")
     print(table.to_string())
@@ -66,25 +77,39 @@ def cmd_status(args, parser) -> int:
     if len(fits):
         print(f"converged where P <= cores: {(fits.status == 'ok').sum()}/{len(fits)} "
               f"({(fits.status == 'ok').mean():.0%})")
-    return 0
+    cfg = _campaign_config(args, parser)
+    allowed = bool(cfg and cfg.allow_failures)
+    bad, line = outcome.line(df["status"].fillna(""), args.campaign, allowed)
+    print(line, flush=True)
+    return outcome.FAILED_EXIT if bad and not allowed else 0
 
 
-def _campaign_plan(args, parser):
-    """(config, run ids, cell ids) of ``--configfile`` when it defines ``args.campaign``; with
-    no ``--configfile``, the default config's when its campaign is that one, else Nones."""
+def _campaign_config(args, parser):
+    """The config of ``--configfile`` when it defines ``args.campaign``; with no
+    ``--configfile``, the default config when its campaign is that one, else None."""
     try:
         cfg = config.load(args.configfile)
     except config.ConfigError as exc:
         if args.configfile:
             parser.error(f"argument --configfile: {exc}")
-        return None, None, None
+        return None
     if cfg.campaign != args.campaign:
         if args.configfile:
             parser.error(f"argument --configfile: {args.configfile} defines campaign "
                          f"{cfg.campaign!r}, not {args.campaign!r}")
+        return None
+    return cfg
+
+
+def _campaign_plan(args, parser):
+    """(config, run ids, cell ids) of ``_campaign_config``, else Nones: the runs launched and
+    the run documents of the not-applicable cells, which launch nothing."""
+    cfg = _campaign_config(args, parser)
+    if cfg is None:
         return None, None, None
-    runs = plan.expand(cfg)
-    return cfg, {r.run_id for r in runs}, {c.cell_id for r in runs for c in r.cells}
+    runs, unlaunched = plan.partition(cfg)
+    return (cfg, {r.run_id for r in runs} | {n.run_id for n in unlaunched},
+            {c.cell_id for r in runs + [n.run for n in unlaunched] for c in r.cells})
 
 
 def _existing_store(args, parser) -> results.CampaignStore:

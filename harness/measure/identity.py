@@ -70,9 +70,8 @@ def identify() -> dict:
     from mpi4py import MPI
 
     ranks = MPI.COMM_WORLD.allreduce(1)
-    full = MPI.Get_library_version().replace("\x00", "").strip()
-    family = mpit.family_of_version(full)
-    version = " ".join(full.splitlines()[0].split())  # MPICH: "MPICH Version:<TAB>4.0.2"
+    version, full = mpit.library_version()
+    family = libraries.family_of_version(full)
     doc = {"ranks": ranks, "version": version, "libmpi": mpit.loaded_libmpi(),
            "family": family, "mpi4py_abi": _abi(), "python": sys.executable}
     if family:

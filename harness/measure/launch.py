@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import __version__, fileio
 from ..cells import THREAD_LEVELS
+from ..mpit import library_version
 
 ENV_PREFIXES = ("OMPI_", "MPIR_CVAR_", "I_MPI_", "SLURM_", "MPI4PY_", "PMI_", "HYDRA_", "HARNESS_")
 
@@ -55,9 +56,12 @@ def launch_provenance(comm, spec: dict) -> dict:
     script_hash = None
     if script and Path(script).is_file():
         script_hash = hashlib.sha256(Path(script).read_bytes()).hexdigest()
+    version, full = library_version()
     return {
-        "library_version": MPI.Get_library_version().strip().splitlines()[0].strip(),
-        "library_version_full": MPI.Get_library_version().strip(),
+        "library": spec.get("library"),
+        "family": spec.get("family"),
+        "library_version": version,
+        "library_version_full": full,
         "mpi_version": "%d.%d" % MPI.Get_version(),
         "mpi4py": mpi4py.__version__,
         "numpy": np.__version__,

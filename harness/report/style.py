@@ -23,6 +23,7 @@ import matplotlib.colors
 import matplotlib.ticker
 
 from ..analysis.best import AUTO
+from ..libraries import family_of_version
 from ..libraries import library_sort_key  # noqa: F401  (the reports sort by it)
 
 AUTO_COLOR = "#000000"
@@ -133,10 +134,16 @@ def library_title(library: str) -> str:
 
 
 def library_label(library: str, version) -> str:
-    """``MPICH 5.0.2`` from the library and its raw version string (``MPICH Version: 5.0.2``)."""
-    title = library_title(library)
+    """``MPICH 5.0.2`` from the library and its raw version string (``MPICH Version: 5.0.2``);
+    an installation of another name as ``ompi41 (Open MPI 4.1.4)``."""
     text = "" if version is None or (isinstance(version, float) and version != version) else str(version)
     m = re.search(r"\d+(?:\.\d+)+(?:[a-z]+\d*)?", text)
+    if library not in LIBRARY_TITLES:
+        family = family_of_version(text)
+        inner = f"{LIBRARY_TITLES[family]} {m.group(0) if m else ''}".strip() if family else (
+            m.group(0) if m else " ".join(text.split()))
+        return f"{library} ({inner})" if inner else library
+    title = library_title(library)
     if m:
         return f"{title} {m.group(0)}"
     text = " ".join(text.split())

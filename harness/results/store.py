@@ -27,7 +27,9 @@ from ..fileio import atomic_write_text, read_json, write_json
 from .launches import LAUNCH_COLUMNS, bus_bandwidth, combine_frame
 from ..stats import autocorrelated, normality_p
 
-STATUSES = ("ok", "wrong", "timeout", "failed", "not-converged")
+# not-applicable: outside the catalogue's `applies` condition of the cell's native algorithm,
+# decided by the plan (harness.campaign.plan.NotApplicable), never launched, no time
+STATUSES = ("ok", "wrong", "timeout", "failed", "not-converged", "not-applicable")
 
 SUMMARY_COLUMNS = [
     "campaign", "cell_id", "run_id", "library", "library_version", "algorithm", "procs",
@@ -100,6 +102,41 @@ def mark_unfinished(spec: dict, status: str, error: str) -> dict:
     doc["finished"] = now()
     write_json(final, doc)
     return doc
+
+
+def not_applicable_doc(run_id: str, campaign: str, run, reasons: dict, settings: dict | None = None,
+                       config_hash: str | None = None) -> dict:
+    """The run document of cells the plan found outside their native algorithm's condition
+    (``harness.campaign.plan.NotApplicable``: ``run`` holds them, ``reasons`` says why by cell
+    id): never launched, every cell ``not-applicable`` with its reason as ``error``."""
+    when = now()
+    doc = new_run_doc({"run_id": run_id, "campaign": campaign, "library": run.library,
+                       "procs": run.procs, "nodes": run.nodes, "thread_level": run.thread_level,
+                       "settings": settings})
+    doc.update(status="not-applicable", started=when, finished=when,
+               provenance={"launched": False, "config_hash": config_hash})
+    doc["cells"] = [{"cell_id": c.cell_id, "cell": c.to_dict(), "status": "not-applicable",
+                     "error": reasons[c.cell_id], "stats": {}, "converged": False,
+                     "finished": when} for c in run.cells]
+    return doc
+
+
+def write_not_applicable(store: CampaignStore, doc: dict) -> bool:
+    """Write ``doc`` (``not_applicable_doc``) to ``runs/``, unless the document there says the
+    same but for its time stamps (kept, so a summary rebuilt from it does not change). True
+    when written."""
+    def same(d):
+        return {**d, "started": None, "finished": None,
+                "cells": [{**c, "finished": None} for c in d.get("cells") or []]}
+
+    path = store.run_doc(doc["run_id"])
+    try:
+        if same(read_json(path)) == same(doc):
+            return False
+    except (OSError, ValueError, TypeError, AttributeError):
+        pass
+    write_json(path, doc)
+    return True
 
 
 def oversubscribed(prov: dict) -> bool | None:
