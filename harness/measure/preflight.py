@@ -138,9 +138,10 @@ def _fingerprint(lib: Library, launched: bool) -> str | None:
     """A key for the installation's files, or None when they cannot be fingerprinted."""
     if lib.setup:
         return None
-    files = [lib.libmpi_path(), lib.launch_argv(2)[0] if launched else None,
+    argv = lib.launch_argv(2, 1)
+    files = [lib.libmpi_path(), argv[0] if launched else None,
              str(Path(__file__).with_name("identity.py"))]
-    facts = [lib.name, lib.family, list(lib.launcher), lib.libmpi, sorted(lib.run_env().items()),
+    facts = [lib.name, lib.family, argv, lib.libmpi, sorted(lib.run_env().items()),
              sys.executable, launched]
     for f in files:
         if f is None:
