@@ -67,6 +67,7 @@ def _cancel_scheduling_timers():
 
 onsuccess:
     _cancel_scheduling_timers()
+    CAMPAIGN.say_outcome()  # the last line: cells failed, timeout or wrong (harness/results/outcome.py)
 
 onerror:
     _cancel_scheduling_timers()

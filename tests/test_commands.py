@@ -263,7 +263,6 @@ def test_tune_verify_measures_auto_against_the_tuned_library(tmp_path):
 
 def test_doctor_fails_when_not_every_rank_takes_part(monkeypatch, capsys):
     """A launcher that starts one process where two were asked for is a failure."""
-    import sys
 
     # "env" as the launcher: the probe runs as one process where two were asked for
     monkeypatch.setattr(libraries.Library, "launch_argv", lambda self, procs, nodes=1: ["env"])

@@ -106,11 +106,18 @@ def test_plan_expands_globs_groups_runs_and_ids_are_stable():
                                    max_delays=["1ms", "5ms"])
     doc["experiments"]["f"] = {"libraries": ["openmpi"], "algorithms": ["native:auto"],
                                "procs": [2], "sizes": ["4KiB"]}
-    runs = plan.expand(config.validate(doc))
+    runs, unlaunched = plan.partition(config.validate(doc))
+    assert runs == plan.expand(config.validate(doc))
     n_alg = 7  # auto + 6 forced
     assert len(runs) == n_alg * 2
-    # 2 sizes x (none + one-late x 2 max delays); experiment f's cell is already in e
-    assert all(len(r.cells) == 2 * 3 for r in runs)
+    # 2 sizes x (none + one-late x 2 max delays); experiment f's cell is already in e; the
+    # segmented ring (algorithm 5) needs P x 64 KiB: its 4 KiB cells are in no run
+    for r in runs:
+        segmented = dict(r.env)["OMPI_MCA_coll_tuned_allreduce_algorithm"] == "5" if r.env else False
+        assert len(r.cells) == (3 if segmented else 2 * 3)
+    assert sorted((u.run.procs, len(u.run.cells)) for u in unlaunched) == [(2, 3), (3, 3)]
+    assert {c.size for u in unlaunched for c in u.run.cells} == {4096}
+    assert {u.run_id for u in unlaunched}.isdisjoint(r.run_id for r in runs)
     again = plan.expand(config.validate(copy.deepcopy(doc)))
     assert [r.run_id for r in runs] == [r.run_id for r in again]
     assert [c.cell_id for r in runs for c in r.cells] == [c.cell_id for r in again for c in r.cells]

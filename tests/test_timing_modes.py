@@ -156,7 +156,8 @@ def test_status_counts_cells_by_fit_and_status(results_root):
                   "oversubscribed": [False, False, False, None, True]}).to_csv(d / "summary.csv",
                                                                                 index=False)
     out = harness("status", "c")
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 3, out.stderr  # the failed cell: the last line says so
+    assert out.stdout.splitlines()[-1].startswith("campaign c: 1 of 5 cells gave no result: 1 failed")
     assert "converged where P <= cores: 2/3 (67%)" in out.stdout
     assert "P > cores" in out.stdout and "unknown" in out.stdout
     out = harness("status", "missing")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -279,10 +280,62 @@ def _wait(proc, timeout, tail, journal: Path) -> int:
             return LAUNCHER_HUNG
 
 
+# What says why a launch failed, put first in its cells' error, before the launcher's
+# boilerplate (Open MPI's "prterun detected that one or more processes exited ..."): the last
+# exception line(s) of a Python traceback, and the loader's and mpi4py's words on a library
+# that would not load.
+DECISIVE = ("cannot load MPI library", "error while loading shared libraries",
+            "cannot open shared object file") + LAUNCHER_FAULTS
+_EXCEPTION = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Fault)"
+                        r"(?::\s.*)?")
+_TAG = re.compile(r"^\[[^\]]*\](?:<\w+>)?:?\s?")  # a launcher's tag, e.g. Open MPI's [1,0]<stderr>:
+
+
+class _Decisive:
+    """The decisive lines of a launch's error output, fed line by line (``add``): the
+    exception line that ends a traceback (the first unindented line after its frames) or
+    reads ``SomethingError: message``, and lines with a ``DECISIVE`` phrase; repeats (every
+    rank says the same) kept once, the ``KEEP`` latest, in the order last said."""
+
+    KEEP = 4
+
+    def __init__(self):
+        self.kept: dict[str, None] = {}
+        self.traceback = False
+
+    def add(self, line: str) -> None:
+        body = _TAG.sub("", line.rstrip())
+        if body.startswith("Traceback (most recent call last)"):
+            self.traceback = True
+        elif self.traceback and body and not body[0].isspace():
+            self.traceback = False  # the first unindented line after the frames
+            self._keep(body)
+        elif not self.traceback and (_EXCEPTION.fullmatch(body.strip())
+                                     or any(p in body for p in DECISIVE)):
+            self._keep(body.strip())
+
+    def _keep(self, line: str) -> None:
+        self.kept.pop(line, None)
+        self.kept[line] = None
+        while len(self.kept) > self.KEEP:
+            del self.kept[next(iter(self.kept))]
+
+    def lines(self) -> list[str]:
+        return list(self.kept)
+
+
+def decisive(text: str) -> list[str]:
+    """The decisive lines (``_Decisive``) of a launch's error output ``text``."""
+    found = _Decisive()
+    for line in text.splitlines():
+        found.add(line)
+    return found.lines()
+
+
 class _Tail:
     """Copies a child's stderr to ``sink`` and to ``log`` line by line, and keeps what a failed
-    run's record should say: the first lines that look like an error and the last lines (the
-    launcher's last words)."""
+    run's record should say: the decisive lines (``_Decisive``), then the first lines that
+    look like an error and the last lines (the launcher's last words)."""
 
     FIRST, LAST, CHARS = 3, 6, 900
     ERRORISH = ("error", "fatal", "abort", "traceback", "exception", "assert", "killed", "signal")
@@ -292,6 +345,7 @@ class _Tail:
         self.fault = None  # (when, journal stamp then) of the last launcher fault said
         self.first: list[str] = []
         self.last: collections.deque = collections.deque(maxlen=self.LAST)
+        self.decisive = _Decisive()
 
     def follow(self, stream) -> None:
         self.thread = threading.Thread(target=self._copy, args=(stream,), daemon=True)
@@ -314,6 +368,7 @@ class _Tail:
                             out.flush()
                     except (OSError, ValueError):
                         pass
+                self.decisive.add(line)
                 line = line.strip()
                 if not line:
                     continue
@@ -330,7 +385,12 @@ class _Tail:
             self.thread.join(timeout=10)
 
     def text(self) -> str:
-        lines = self.first + [line for line in self.last if line not in self.first]
+        """The decisive lines, then the first error-like and the last lines, each once
+        (separator lines such as ``-----`` left out), at most ``CHARS`` characters."""
+        lines: list[str] = []
+        for line in self.decisive.lines() + self.first + list(self.last):
+            if line not in lines and any(c.isalnum() for c in line):
+                lines.append(line)
         said = " | ".join(lines)
         return said if len(said) <= self.CHARS else said[:self.CHARS] + "..."
 

@@ -32,28 +32,34 @@ def register(sub) -> None:
 def _load_config(args, parser):
     try:
         cfg = config.load(args.config)
-        runs = plan.expand(cfg)
+        runs, unlaunched = plan.partition(cfg)
     except config.ConfigError as exc:
         parser.exit(2, f"{parser.prog}: error: {exc}\n")
-    return cfg, runs
+    return cfg, runs, unlaunched
+
+
+def _not_applicable(unlaunched) -> str:
+    n = sum(len(u.run.cells) for u in unlaunched)
+    return f"  + {n} not applicable (recorded, never launched)" if n else ""
 
 
 def cmd_plan(args, parser) -> int:
-    cfg, runs = _load_config(args, parser)
+    cfg, runs, unlaunched = _load_config(args, parser)
     print(f"campaign {cfg.campaign} ({cfg.source}, config {cfg.digest})")
     cells_by_exp = {}
     for ex in cfg.experiments:  # per experiment, before cells shared with another are merged
         sub = type(cfg)(**{**cfg.__dict__, "experiments": (ex,)})
-        ex_runs = runs if len(cfg.experiments) == 1 else plan.expand(sub)
-        cells_by_exp[ex.name] = (sum(len(r.cells) for r in ex_runs if r.launch == 0), len(ex_runs))
+        ex_runs, ex_na = (runs, unlaunched) if len(cfg.experiments) == 1 else plan.partition(sub)
+        cells_by_exp[ex.name] = (sum(len(r.cells) for r in ex_runs if r.launch == 0), len(ex_runs),
+                                 _not_applicable(ex_na))
     width = max(len(n) for n in cells_by_exp)
-    for name, (ncells, nruns) in cells_by_exp.items():
-        print(f"  {name:<{width}}  {ncells:>8} cells  {nruns:>6} runs")
+    for name, (ncells, nruns, na) in cells_by_exp.items():
+        print(f"  {name:<{width}}  {ncells:>8} cells  {nruns:>6} runs{na}")
     total = sum(len(r.cells) for r in runs if r.launch == 0)
     launches = int(cfg.stopping.get("launches", 1))
     print(f"  {'total':<{width}}  {total:>8} cells  {len(runs):>6} runs (cells shared by "
           f"experiments are measured once" + (f"; {launches} launches of each run" if launches > 1
-                                              else "") + ")")
+                                              else "") + ")" + _not_applicable(unlaunched))
     for name, e in (cfg.sgd or {}).items():  # distributed SGD (harness/measure/sgd.py, harness/campaign/sgd_stage.py, docs/sgd.md)
         algs = list(e["algorithms"])
         print(f"  sgd {name}: {e['library']} P={e['procs']}, {', '.join(algs)} x "
@@ -67,6 +73,10 @@ def cmd_plan(args, parser) -> int:
             over = (f"  {r.procs / cores:.1f} ranks/core" if local and r.procs > cores else "")
             print(f"{r.run_id}  {r.library:8} P={r.procs:<4} nodes={r.nodes:<3} "
                   f"launch={r.launch:<3} {len(r.cells):>5} cells  {forced}{over}")
+        for u in unlaunched:
+            r = u.run
+            print(f"{u.run_id}  {r.library:8} P={r.procs:<4} nodes={r.nodes:<3} "
+                  f"{'':10} {len(r.cells):>5} cells  not applicable, never launched")
     return 0
 
 

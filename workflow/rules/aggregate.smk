@@ -1,6 +1,8 @@
 # Stage 3: one summary row per cell of the campaign, from the run documents; then the store
 # is validated (harness/results/check.py, findings in check.json). A damaged run document is rebuilt
 # from its journal; an inconsistency stops the workflow here, naming the file and the remedy.
+# The cells the plan found outside their algorithm's condition (not-applicable) were never
+# launched: their run documents are written here, from the plan (harness/campaign/plan.py).
 
 localrules: aggregate
 
@@ -9,11 +11,16 @@ rule aggregate:
         expand(RES + "/runs/{run}.json", run=sorted(CAMPAIGN.runs)),
     output:
         RES + "/summary.csv",
+    params:
+        # a change in the not-applicable cells (their run ids) makes a new summary
+        not_applicable=sorted(CAMPAIGN.not_applicable),
     run:
         from harness.results import check
         from harness.results.store import StoreError, load_run_docs, rebuild_summary
 
-        runs = set(CAMPAIGN.runs)
+        runs = set(CAMPAIGN.runs) | set(CAMPAIGN.not_applicable)
+        for run_id in CAMPAIGN.record_not_applicable():
+            print(f"run {run_id}: not-applicable cells recorded, not launched")
         try:
             # one snapshot of the run documents for the summary and its check: a second
             # workflow on this store may rewrite a document between them
