@@ -34,7 +34,7 @@ from .. import fileio
 from ..analysis.auto_vs_best import auto_vs_best
 from ..analysis.best import SELECTING
 from ..errors import TuneError
-from ..libraries import get_library
+from ..libraries import family_of, get_library
 from ..results import store as results
 from ..results.view import statistic_view
 from ..tuning import Rule, Table
@@ -279,11 +279,13 @@ def _fill(lib, e: pd.DataFrame, p_ranges: dict) -> tuple[Table, pd.DataFrame]:
 
 
 def writer(library: str):
-    """The module that writes ``library``'s own tuning files (``harness/tuning/<lib>.py``)."""
+    """The module that writes the tuning files of ``library``'s family
+    (``harness/tuning/<family>.py``); the files themselves go under the installation's name."""
+    family = family_of(library)
     try:
-        return importlib.import_module(f"harness.tuning.{library}")
+        return importlib.import_module(f"harness.tuning.{family}")
     except ModuleNotFoundError as exc:  # a library without a writer; any other import error
-        if exc.name != f"harness.tuning.{library}":  # is a bug and must show
+        if exc.name != f"harness.tuning.{family}":  # is a bug and must show
             raise
         return None
 
