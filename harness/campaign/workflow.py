@@ -9,6 +9,7 @@ import json
 from .. import fileio, paths
 from ..algorithms import p2p_bench
 from ..dnn import workload
+from ..results import outcome
 from ..results import store as results
 from . import config as _config
 from . import plan, runner
@@ -59,8 +60,6 @@ class Campaign:
     def say_outcome(self) -> None:
         """Print the campaign's last line (``harness.results.outcome``): its cells failed,
         timed out or wrong, from its summary when there is one (the Snakefile's onsuccess)."""
-        from ..results import outcome
-
         said = outcome.of_store(self.store, self.cfg.allow_failures)
         if said:
             print(said[1], flush=True)
@@ -71,7 +70,8 @@ class Campaign:
         out: dict = {}
         for ex in self.cfg.experiments:
             sub = type(self.cfg)(**{**self.cfg.__dict__, "experiments": (ex,)})
-            for r in plan.expand(sub):
+            runs, unlaunched = plan.partition(sub)
+            for r in runs + [n.run for n in unlaunched]:  # not-applicable cells too
                 for c in r.cells:
                     out.setdefault(c.cell_id, []).append(ex.name)
         return {k: ", ".join(sorted(set(v))) for k, v in out.items()}

@@ -27,7 +27,7 @@ COMMANDS = {
     "models": ("model", "fit"),
     "store": ("status", "check", "retry"),
     "tune": ("tune",),
-    "installation": ("algorithms", "install", "doctor"),
+    "installation": ("algorithms", "install", "doctor", "preflight"),
     "dnn": ("dnn",),
 }
 

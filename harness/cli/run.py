@@ -10,12 +10,14 @@ import sys
 
 from .. import cells, layout, libraries, paths, stats
 from ..algorithms import harness_names, load_plugin
+from ..campaign import config as _config
 from ..campaign import plan, rerun, runner
 from ..campaign.config import OVERSUBSCRIBE_FACTOR, too_many_ranks
 from ..campaign.plan import launch_env
 from ..cells import Cell, Run
 from ..delays import DELAY_MODES, SYNC_MODES
 from ..dnn import workload
+from ..measure import preflight
 from ..measure.buffers import check as check_buffers
 from ..memory import too_big
 from ..results import store as results
@@ -113,9 +115,6 @@ def register(sub) -> None:
 def _installation(args, err):
     """The installation ``--library`` names (declared in ``--config``, or a wheel), read and
     checked by the pre-flight before anything is launched; a one-line error otherwise."""
-    from ..campaign import config as _config
-    from ..measure import preflight
-
     site, launch = None, "local"
     if args.configfile:
         try:
