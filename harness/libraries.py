@@ -48,6 +48,7 @@ class NativeAlgorithm:
     verified: str = ""
     applies: str | None = None  # condition on count, procs, pof2, itemsize, size
     selector: bool = False  # lets the library select (not a forced algorithm, not in native:*)
+    runs: tuple = ()  # the library functions (regexes) a call forced to it runs; all of them
 
     def not_applicable(self, count: int, procs: int, itemsize: int) -> str | None:
         """Why this forced value would not run the named algorithm for such a call (the
@@ -79,6 +80,7 @@ class Library:
     version: str = ""  # the library's version string, once its identity was read
     available: frozenset | None = None  # forcible names found in the library; None: not read
     ignored: tuple = ()  # forcing variables of the catalogue this installation does not have
+    refused: dict | None = None  # algorithm -> why: its verification found another function ran
 
     @property
     def declared(self) -> bool:
@@ -207,6 +209,7 @@ def _parse_library(name: str, doc: dict) -> Library:
             verified=a.get("verified", ""),
             applies=a.get("applies"),
             selector=bool(a.get("selector", False)),
+            runs=tuple(a.get("runs") or ()),
         )
     if "auto" not in algorithms:
         raise ValueError(f"{CATALOGUE_FILE}: library {name} has no 'auto' algorithm")

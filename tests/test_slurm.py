@@ -90,7 +90,12 @@ def test_campaign_runs_on_slurm_across_both_nodes(paper_campaign):
                            "JobID,State,NodeList,Partition"],
                           capture_output=True, text=True, timeout=60)
     rows = [line.split("|") for line in acct.stdout.split()]
-    assert len(rows) == len(runs), acct.stdout + acct.stderr
+    # and one pre-flight job per installation (2 tasks on one node), before any run
+    checked = [p for p in (camp.results / "installations").glob("*.json")
+               if not p.name.endswith(".decl.json")]
+    assert sorted(p.stem for p in checked) == sorted({r.library for r in runs.values()})
+    assert all(json.loads(p.read_text())["launched"] for p in checked)
+    assert len(rows) == len(runs) + len(checked), acct.stdout + acct.stderr
     assert all(r[1] == "COMPLETED" and r[3] == "debug" for r in rows), rows
     assert sorted(r[2] for r in rows if r[2] not in ("n1", "n2")) == \
         ["n[1-2]"] * sum(r.nodes == 2 for r in runs.values()), rows

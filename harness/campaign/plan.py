@@ -18,6 +18,7 @@ from ..errors import ConfigError
 from ..libraries import get_library
 from ..measure.buffers import check as check_buffers
 from ..measure.preflight import identified
+from ..measure.verification import refusing
 
 
 def expand_algorithms(patterns, lib, where: str) -> list[str]:
@@ -31,8 +32,10 @@ def expand_algorithms(patterns, lib, where: str) -> list[str]:
         if pat in lib.selector_names():  # named explicitly only, never by a glob
             hits = [pat]
         if not hits:
-            lacks = ""
-            if pat.startswith("native:") and pat[7:] in lib.algorithms and not lib.has(pat[7:]):
+            lacks, name = "", pat[len("native:"):]
+            if pat.startswith("native:") and name in (lib.refused or {}):
+                lacks = f" (refused: its {lib.refused[name]})"
+            elif pat.startswith("native:") and name in lib.algorithms and not lib.has(name):
                 lacks = f" (the library, {lib.version}, does not have it)"
             raise ConfigError(f"{where}[{i}]: {pat!r} matches no algorithm of {lib.name}{lacks}; "
                               f"valid: {', '.join(known + lib.selector_names())}")
@@ -235,7 +238,7 @@ def library_for(cfg, name: str):
     return installation(name, cfg.libraries.get(name), cfg.launch)
 
 
-def installation(name: str, site: dict | None, launch: str):
+def installation(name: str, site: dict | None, launch: str, refuse: bool = True):
     """``library_for`` from its parts: the declaration ``site`` (None: the wheel) and the
     config's ``launch`` (``srun`` launches a wheel with srun)."""
     from dataclasses import replace
@@ -245,7 +248,9 @@ def installation(name: str, site: dict | None, launch: str):
         lib = replace(lib, launcher=SRUN)
     if lib.declared:  # a site's library: what it is and can force, read from it
         lib = identified(lib)
-    return lib
+    # without what its verification found to run something else (``harness algorithms
+    # --verify`` checks those again: ``refuse=False``)
+    return refusing(lib) if refuse else lib
 
 
 # --kill-on-bad-exit: a rank that dies (e.g. in MPI_Init) ends the step instead of leaving the

@@ -27,7 +27,7 @@ COMMANDS = {
     "models": ("model", "fit"),
     "store": ("status", "check", "retry"),
     "tune": ("tune",),
-    "installation": ("algorithms", "install", "doctor", "preflight"),
+    "installation": ("algorithms", "install", "doctor", "preflight", "whatran"),
     "dnn": ("dnn",),
 }
 

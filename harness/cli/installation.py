@@ -14,7 +14,10 @@ from pathlib import Path
 from .. import fileio, libraries
 from ..algorithms import harness_names
 from ..campaign import config, plan
-from ..measure import preflight
+from ..measure import preflight, verification
+from ..measure.whatran import whatran
+from ..units import format_size, parse_size
+from .args import int_at_least
 
 
 def register(sub) -> None:
@@ -28,6 +31,28 @@ def register(sub) -> None:
     p.add_argument("--library", action="append", default=None, metavar="NAME",
                    help="only this installation (repeatable)")
     p.set_defaults(func=cmd_algorithms)
+    p.add_argument("--verify", action="store_true",
+                   help="force each listed algorithm at P=2, 3, 4 under gdb (harness whatran) and "
+                        "check that the functions it names ran; the result is kept with the "
+                        "installation, and an algorithm that ran something else is refused for "
+                        "measurement")
+    p.add_argument("--algorithm", action="append", default=None, metavar="native:NAME",
+                   help="with --verify: only this algorithm (repeatable)")
+    p = sub.add_parser(
+        "whatran", help="which internal allreduce function(s) one call ran, per size",
+        description="Launch once, rank 0 under gdb with a breakpoint on each collective function "
+                    "of the installation's libmpi, one MPI_Allreduce per size, and report per "
+                    "size the library functions that call ran and the catalogue's name for them.")
+    p.add_argument("--library", default="mpich", help="an installation (a wheel, or declared in --config)")
+    p.add_argument("--config", default=None, help="a campaign config declaring --library")
+    p.add_argument("--procs", "-n", type=int_at_least(1), default=4, help="number of processes P")
+    p.add_argument("--sizes", default="8B,64KiB,1MiB",
+                   help="comma-separated message sizes per rank, e.g. 8B,4KiB,16MiB")
+    p.add_argument("--algorithm", default="native:auto",
+                   help="native:<name>: force it (default native:auto, the library's choice)")
+    p.add_argument("--dtype", choices=("float32", "float64", "int32", "int64"), default="float64")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=cmd_whatran)
     p = sub.add_parser("install", help="install the MPI libraries' wheels under .mpi/ (idempotent)")
     p.set_defaults(func=cmd_install)
     p = sub.add_parser(
@@ -75,13 +100,18 @@ def _forcible(lib) -> str:
 
 def cmd_algorithms(args, parser) -> int:
     code = 0
+    if args.algorithm and not args.verify:
+        parser.error("argument --algorithm: only with --verify")
     for name, site, launch in installations(args, parser):
         try:
+            if args.verify:
+                _verify(plan.installation(name, site, launch, refuse=False), args, parser)
             lib = plan.installation(name, site, launch)
         except (KeyError, ValueError) as exc:
             print(f"{name}: {exc.args[0]}")
             code = 2
             continue
+        checked = verification.recorded(lib)
         source = lib.wheel if not lib.declared else (lib.version or "site")
         read = "as read from the library" if lib.available is not None else (
             "the catalogue (wheel verified)" if not lib.declared
@@ -91,7 +121,9 @@ def cmd_algorithms(args, parser) -> int:
             if not lib.has(alg.name):
                 continue
             forced = " ".join(f"{k}={v}" for k, v in alg.env.items()) or "(nothing forced)"
-            print(f"  native:{alg.name:<28} {forced}")
+            said = checked.get(alg.name)
+            print(f"  native:{alg.name:<28} {forced}"
+                  + (f"  [{verification.describe(said)}]" if said else ""))
         lacks = [n for n in lib.algorithms if not lib.has(n)]
         if lacks:
             print(f"  lacks (in the {lib.family} catalogue, not in this library): {', '.join(lacks)}")
@@ -152,4 +184,54 @@ def cmd_preflight(args, parser) -> int:
     fileio.write_json(Path(args.output), {**ident, "declaration": decl})
     print(f"pre-flight of {decl['name']}: {ident['version']} "
           f"({json.dumps(ident.get('algorithms'))})")
+    return 0
+
+
+def _verify(lib, args, parser) -> None:
+    names = [a.split(":", 1)[-1] for a in args.algorithm or []]
+    for n in names:
+        if n not in lib.algorithms or not lib.has(n):
+            parser.error(f"argument --algorithm: {n!r} is not an algorithm of {lib.name}; "
+                         f"expected one of {', '.join(lib.native_names())}")
+    env = preflight.environment(lib)
+    for name, result in verification.verify(lib, env, names or None):
+        print(f"verify {lib.name} native:{name}: {verification.describe(result)}", flush=True)
+
+
+def cmd_whatran(args, parser) -> int:
+    try:
+        sizes = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
+    except ValueError as exc:
+        parser.error(f"argument --sizes: {exc}")
+    site, launch = None, "local"
+    if args.config:
+        try:
+            cfg = config.load(args.config)
+        except (OSError, config.ConfigError) as exc:
+            parser.exit(2, f"{parser.prog}: error: argument --config: {exc}\n")
+        site, launch = cfg.libraries.get(args.library), cfg.launch
+    try:
+        lib = plan.installation(args.library, site, launch)
+        lib = libraries.restrict(lib, preflight.preflight(lib))
+        if args.algorithm.startswith("native:"):
+            lib.native(args.algorithm)
+        else:
+            parser.error(f"argument --algorithm: expected native:<name>, got {args.algorithm!r}")
+        env = preflight.environment(lib)
+    except (KeyError, ValueError) as exc:
+        parser.exit(2, f"{parser.prog}: error: {exc.args[0]}\n")
+    itemsize = {"float32": 4, "float64": 8, "int32": 4, "int64": 8}[args.dtype]
+    bad = [s for s in sizes if s % itemsize]
+    if bad:
+        parser.error(f"argument --sizes: {bad[0]} B is not a whole number of {args.dtype} elements")
+    found = whatran(lib, env, args.procs, sizes, args.dtype, args.algorithm)
+    if args.json:
+        print(json.dumps({"library": lib.name, "version": lib.version, "procs": args.procs,
+                          "algorithm": args.algorithm, "sizes": found}, indent=1))
+        return 0
+    print(f"{lib.name} ({lib.version}), P={args.procs}, {args.algorithm}, {args.dtype} sum:")
+    for r in found:
+        funcs = ", ".join(f"{n}" + (f" x{c}" if c > 1 else "") for n, c in r["functions"])
+        what = " + ".join(r["ran"][:1]) if r["ran"] else r["status"]
+        print(f"  {format_size(r['size']):>8}: {what:<28} ({funcs or r['why']})")
     return 0
