@@ -26,6 +26,7 @@ RES = str(CAMPAIGN.store.dir)
 FIG = str(CAMPAIGN.figures)
 # what decides which reports the campaign gets and what they write (harness/report/registry.py)
 FACTS = Facts.of(CAMPAIGN.runs.values(), confirm_groups=CAMPAIGN.confirm_groups(),
+                 auto_ran=bool(CAMPAIGN.auto_ran_groups()),
                  tune_libraries=CAMPAIGN.tune_libraries(),
                  sgd_experiments=sorted(CAMPAIGN.cfg.sgd or {}))
 
@@ -37,6 +38,7 @@ wildcard_constraints:
 include: "workflow/rules/preflight.smk"
 include: "workflow/rules/jobscripts.smk"
 include: "workflow/rules/measure.smk"
+include: "workflow/rules/auto_ran.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/params.smk"
 include: "workflow/rules/report.smk"

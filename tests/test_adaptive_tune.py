@@ -29,6 +29,7 @@ ALGORITHMS = ["native:auto", "native:recursive_doubling", "native:ring"]
 
 def write(tmp_path, name="ad", sizes=SIZES, algorithms=ALGORITHMS, procs=(2,), **top):
     doc = {"campaign": name, "stopping": FAST_STOP, "confirm": {"enabled": False},
+           "auto_ran": {"enabled": False},
            "experiments": {"sweep": {"libraries": ["mpich"], "algorithms": algorithms,
                                      "procs": list(procs), "sizes": sizes,
                                      "dtypes": ["float32"]}}, **top}

@@ -25,7 +25,8 @@ STOP = {"min_reps": 3, "max_reps": 6, "precision": 0.5, "warmup": 1, "time_budge
 
 def config(tmp_path, experiments, name="config.yaml", **top):
     doc = {"campaign": "wf", "stopping": STOP, "plugins": [FAULTS],
-           "confirm": {"enabled": False}, "experiments": experiments, **top}
+           "confirm": {"enabled": False}, "auto_ran": {"enabled": False},
+           "experiments": experiments, **top}
     path = tmp_path / name
     path.write_text(yaml.safe_dump(doc))
     return path

@@ -15,6 +15,8 @@ import yaml
 from conftest import HARNESS, REPO
 from test_workflow import SNAKEMAKE, env_for
 
+from harness import libraries
+
 DEB = Path("/usr/lib/x86_64-linux-gnu")
 OMPI41 = {"family": "openmpi", "launcher": ["/usr/bin/mpiexec.openmpi", "--oversubscribe", "-n",
                                             "{procs}"], "libmpi": str(DEB / "libmpi.so.40")}
@@ -52,7 +54,8 @@ def test_two_open_mpi_versions_and_debian_mpich_in_one_campaign(tmp_path):
                       "procs": [2], "sizes": ["8B"]}},
         {"ompi41": OMPI41, "mpich40": MPICH40})
     target = tmp_path / "results" / "site" / "tables" / "auto_vs_best.md"
-    out = subprocess.run(SNAKEMAKE + [str(target), "--snakefile", str(REPO / "Snakefile"),
+    choices = tmp_path / "results" / "site" / "tables" / "auto_choices.md"
+    out = subprocess.run(SNAKEMAKE + [str(target), str(choices), "--snakefile", str(REPO / "Snakefile"),
                                       "--directory", str(tmp_path / "work"), "--configfile", str(cfg)],
                          env=env_for(tmp_path), capture_output=True, text=True, timeout=600,
                          cwd=REPO)
@@ -70,6 +73,16 @@ def test_two_open_mpi_versions_and_debian_mpich_in_one_campaign(tmp_path):
     assert (pairs == 2).all()
     table = (res / "tables" / "auto_vs_best.md").read_text()
     assert "| ompi41 (Open MPI 4.1.4) | 2 | 8B |" in table
+    # what AUTO ran, seen under gdb in each installation (the auto_ran stage)
+    auto = df[df.algorithm == "native:auto"]
+    forcible = set(libraries.catalogue()["openmpi"].algorithms)
+    assert len(auto) == 4 and set(auto.auto_ran) <= forcible, auto[["library", "size", "auto_ran"]]
+    assert "| AUTO ran | BEST |" in table
+    assert (res / "auto_ran" / "ompi41-p2-n1-float64-sum.json").is_file()
+    picked = choices.read_text()
+    assert "| Library | P | Size | AUTO ran | AUTO time | BEST | Gain |" in picked
+    assert picked.count("| ompi41 (Open MPI 4.1.4) | 2 |") == 2
+    assert (tmp_path / "figures" / "site" / "auto_choices.png").stat().st_size > 0
     assert "| Open MPI 5.0.11 | 2 | 64KiB |" in table
     # the pre-flight ran for each installation, before the runs, and says what it found
     pre = {p.stem: json.loads(p.read_text()) for p in (res / "installations").glob("*.json")

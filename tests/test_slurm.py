@@ -18,6 +18,8 @@ import pandas as pd
 import pytest
 import slurm_support
 import yaml
+
+from harness.campaign import auto_ran
 from conftest import FAST_STOP, REPO, SITE_VARS, SNAKEMAKE, snakemake_slurm
 
 pytestmark = pytest.mark.xdist_group("slurm")
@@ -95,7 +97,14 @@ def test_campaign_runs_on_slurm_across_both_nodes(paper_campaign):
                if not p.name.endswith(".decl.json")]
     assert sorted(p.stem for p in checked) == sorted({r.library for r in runs.values()})
     assert all(json.loads(p.read_text())["launched"] for p in checked)
-    assert len(rows) == len(runs) + len(checked), acct.stdout + acct.stderr
+    # and one job per group of AUTO cells that sees what AUTO ran (rank 0 under gdb)
+    seen = [p for p in (camp.results / "auto_ran").glob("*.json") if not p.name.endswith(".spec.json")]
+    assert len(seen) == len(auto_ran.groups(runs.values())) > 0
+    said = pd.read_csv(camp.results / "summary.csv")
+    auto = said[(said.algorithm == "native:auto") & said.auto_ran.notna()]
+    assert len(auto) and not auto.auto_ran.str.contains("failed|unverifiable").any(), \
+        auto[["library", "procs", "nodes", "size", "auto_ran"]]
+    assert len(rows) == len(runs) + len(checked) + len(seen), acct.stdout + acct.stderr
     assert all(r[1] == "COMPLETED" and r[3] == "debug" for r in rows), rows
     assert sorted(r[2] for r in rows if r[2] not in ("n1", "n2")) == \
         ["n[1-2]"] * sum(r.nodes == 2 for r in runs.values()), rows

@@ -20,8 +20,10 @@ FAST_STOP = {"min_reps": 3, "max_reps": 6, "precision": 0.5, "warmup": 1, "time_
 def write_config(tmp_path, experiments, **top):
     """The test's campaign config. The confirmation stage (on by default) is left out unless
     the test passes ``confirm=``: test_confirm.py and test_tune_workflow.py test it, and its
-    launches doubled the time of every other workflow test."""
+    launches doubled the time of every other workflow test. So is the auto_ran stage (a gdb
+    launch per group of AUTO cells; tests/test_installations.py runs it)."""
     doc = {"campaign": "wf", "stopping": FAST_STOP, "confirm": {"enabled": False},
+           "auto_ran": {"enabled": False},
            "experiments": experiments, **top}
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(doc))

@@ -132,6 +132,7 @@ def auto_vs_best(df: pd.DataFrame) -> pd.DataFrame:
     ctx = varying(d)
     keys = ["library", "library_version", "procs", *ctx, "size"]
     ok = timed_mask(d)
+    ran = "auto_ran" in d and d["auto_ran"].fillna("").astype(str).ne("").any()
     rows = []
     for key, g in d.groupby(keys, dropna=False, sort=False):
         key = key if isinstance(key, tuple) else (key,)
@@ -180,8 +181,11 @@ def auto_vs_best(df: pd.DataFrame) -> pd.DataFrame:
             "n_timed": int(gt["algorithm"].nunique()),
             "excluded": "; ".join(f"{r.algorithm} ({r.status})" for r in bad.itertuples()),
         })
+        if ran:  # what AUTO ran (the auto_ran stage), where the summary says
+            said = a.get("auto_ran") if a is not None else ""
+            row["auto_ran"] = said if isinstance(said, str) else ""
         rows.append(row)
-    out = pd.DataFrame(rows, columns=keys + TABLE_COLUMNS)
+    out = pd.DataFrame(rows, columns=keys + TABLE_COLUMNS + (["auto_ran"] if ran else []))
     if len(out):
         out["_lib"] = out["library"].map(library_sort_key)
         out = out.sort_values(["_lib", "library_version", "procs", *ctx, "size"], kind="stable")

@@ -219,6 +219,9 @@ def fit_pingpong(df: pd.DataFrame, gamma: float | None = None,
                 "no one-pair rows at level socket, node or network"
             continue
         fit = dict(levels[good[0]])
+        # every level's pair, for what needs the link the ranks really share (analysis/bound.py)
+        fit["levels"] = {lv: {"alpha": levels[lv]["alpha"], "beta": levels[lv]["beta"]}
+                         for lv in LEVELS if lv in levels and "error" not in levels[lv]}
         g = (gamma_by_library or {}).get(lib, gamma)
         fit["gamma"] = None if g is None else float(g)
         fit["level"] = good[0]

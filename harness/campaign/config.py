@@ -101,6 +101,7 @@ class Config:
     sgd: dict = None  # distributed SGD experiments by name (harness.measure.sgd), as validated by sgd_experiment
     report: dict = None  # report options: reference_library (resolved to a campaign library)
     allow_failures: bool = False  # harness status exits 0, not 3, with failed/timeout/wrong cells
+    auto_ran: bool = True  # the stage that sees what AUTO ran (harness.campaign.auto_ran)
 
 
 def validate(doc, source: str = "config", base: Path | None = None) -> Config:
@@ -193,7 +194,8 @@ def validate(doc, source: str = "config", base: Path | None = None) -> Config:
                   experiments=tuple(experiments), source=source, digest=digest,
                   plugins=tuple(plugins), confirm=confirm, tune=dict(doc["tune"]),
                   sgd=_sgd(doc, source), report=report,
-                  allow_failures=bool(doc.get("allow_failures", False)))
+                  allow_failures=bool(doc.get("allow_failures", False)),
+                  auto_ran=bool(doc["auto_ran"]["enabled"]))
 
 
 def _installations(doc: dict, source: str) -> None:

@@ -12,7 +12,7 @@ from ..dnn import workload
 from ..results import outcome
 from ..results import store as results
 from . import config as _config
-from . import plan, runner
+from . import auto_ran, plan, runner
 from .confirm import groups
 
 
@@ -30,6 +30,11 @@ class Campaign:
         self.cell_ids = ({c.cell_id for r in self.runs.values() for c in r.cells}
                          | {c.cell_id for n in unlaunched for c in n.run.cells})
         self.libraries = sorted({r.library for r in self.runs.values()})
+
+    def auto_ran_groups(self) -> dict:
+        """The groups of AUTO cells whose choice the ``auto_ran`` stage sees; none when
+        ``auto_ran.enabled`` is false (``harness.campaign.auto_ran``)."""
+        return auto_ran.groups(self.runs.values()) if self.cfg.auto_ran else {}
 
     def installations(self) -> list[str]:
         """Every installation the campaign launches: its runs' and its SGD experiments'."""

@@ -105,7 +105,7 @@ def names_of(lib: Library, hit: list[str]) -> list[str]:
 
 
 def whatran(lib: Library, env: dict, procs: int, sizes: list[int], dtype: str = "float64",
-            algorithm: str = "native:auto") -> list[dict]:
+            algorithm: str = "native:auto", op: str = "sum", nodes: int = 1) -> list[dict]:
     """Per size: ``{"size", "functions": [[name, hits], ...], "ran": [catalogue names],
     "status": "identified" | "unidentified" | "unverifiable", "why"}``. ``env`` is the
     installation's environment (``preflight.environment``)."""
@@ -127,9 +127,10 @@ def whatran(lib: Library, env: dict, procs: int, sizes: list[int], dtype: str = 
         wrapper.write_text(WRAPPER % {"gdb": gdb, "script": script, "log": log})
         wrapper.chmod(0o755)
         spec = tmp / "spec.json"
-        spec.write_text(json.dumps({"sizes": sizes, "dtype": dtype}))
+        spec.write_text(json.dumps({"sizes": sizes, "dtype": dtype, "op": op}))
         run_env = {**env, **lib.run_env(algorithm)}
-        argv = lib.launch_argv(procs) + [str(wrapper), sys.executable, "-m", __name__, str(spec)]
+        argv = lib.launch_argv(procs, nodes) + [str(wrapper), sys.executable, "-m", __name__,
+                                                str(spec)]
         with launch_turn(f"whatran {lib.name} P={procs}"):
             proc = subprocess.run(argv, env=run_env, capture_output=True, text=True,
                                   timeout=TIMEOUT, cwd=paths.REPO_ROOT, stdin=subprocess.DEVNULL)
@@ -176,15 +177,17 @@ def main(spec_path: str) -> int:
     spec = json.loads(Path(spec_path).read_text())
     comm = MPI.COMM_WORLD
     dtype = np.dtype(spec["dtype"])
+    op = spec.get("op", "sum")
+    want = comm.Get_size() if op == "sum" else 1  # ones: prod, max and min give 1
     for size in spec["sizes"]:
         n = size // dtype.itemsize
         send = np.ones(n, dtype=dtype)
         recv = np.empty(n, dtype=dtype)
         comm.Barrier()
         MPI.Pcontrol(1)  # markers around the call: odd ones open a size, even ones close it
-        comm.Allreduce(send, recv, op=MPI.SUM)
+        comm.Allreduce(send, recv, op=getattr(MPI, op.upper()))
         MPI.Pcontrol(1)
-        if n and recv[0] != comm.Get_size():
+        if n and recv[0] != want:
             raise RuntimeError(f"whatran: wrong result {recv[0]} at {size} B")
     return 0
 

@@ -24,6 +24,7 @@ CLI: ``python -m harness.report.figures SUMMARY_CSV TABLES_DIR FIGURES_DIR``.
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -35,6 +36,7 @@ import pandas as pd
 from matplotlib.figure import Figure  # no pyplot: works under any backend, nothing to close
 from matplotlib.lines import Line2D
 
+from ..analysis.bound import add_bounds, chan, link
 from . import style, tables
 from .tables import AUTO, CONTEXT
 
@@ -258,7 +260,7 @@ def _one_context(d: pd.DataFrame) -> dict:
 
 
 def auto_vs_best_figure(df: pd.DataFrame, library: str, path_without_ext, *,
-                        yscale: str = "log") -> list[Path]:
+                        yscale: str = "log", bound_doc: dict | None = None) -> list[Path]:
     """AUTO vs the forced native algorithms of ``library`` (see the module doc); one column per
     (P, nodes). ``df``: summary rows (any libraries; ``native:*`` rows of ``library`` are used),
     all with the same dtype/op/delay/max_delay/late_rank/metric (else ValueError). Rows of
@@ -305,6 +307,16 @@ def auto_vs_best_figure(df: pd.DataFrame, library: str, path_without_ext, *,
         hb = hbest[(hbest["procs"] == p) & (hbest["nodes"] == n)] if not hbest.empty else None
         plotted |= set(_draw_column(ax, axg, sub, tsub, yscale, annotate_gain=n_sizes <= 10,
                                     strip=0.25 if n_sizes > 9 else 0.13, hb=hb))
+        lk = link(bound_doc, library, int(n)) if bound_doc else None
+        if lk:  # the lower bound's throughput: no algorithm can sit above this line
+            xs = np.array(sorted(s for s in sub["size"].unique() if s > 0), dtype=float)
+            ys = tables.mibs(xs, np.array([chan(p, x, lk["alpha"], lk["beta"], lk["gamma"])
+                                           for x in xs]))
+            ax.plot(xs, ys, ls=":", lw=1.4, color="0.4", marker="_", ms=12, zorder=1)
+            finite = ys[np.isfinite(ys) & (ys > 0)]
+            if finite.size:  # the bound inside the axis, however far above the times
+                lo, hi = ax.get_ylim()
+                ax.set_ylim(min(lo, finite.min() / 1.3), max(hi, finite.max() * 1.3))
         title = f"P = {int(p)}" + (f", {int(n)} node{'s' if n != 1 else ''}" if many_nodes else "")
         ax.set_title(title, pad=4)
         axg.set_xlabel("Message size per rank")
@@ -329,6 +341,9 @@ def auto_vs_best_figure(df: pd.DataFrame, library: str, path_without_ext, *,
         handles.append((h, style.long_label(alg)))
     handles.append((Line2D([], [], linestyle="none", marker="o", ms=9, markerfacecolor="none",
                            markeredgecolor="black"), "BEST at that size (name on top)"))
+    if bound_doc and link(bound_doc, library, 1):
+        handles.append((Line2D([], [], color="0.4", lw=1.4, ls=":", marker="_", ms=12),
+                        "lower bound (Chan et al.), campaign's ping-pong fit"))
     if not hbest.empty:
         names = ", ".join(sorted(set(hbest["algorithm"])))
         handles.append((Line2D([], [], color=HARNESS_BEST_COLOR, lw=2.0, ls="--", marker="D", ms=4),
@@ -349,6 +364,21 @@ def auto_vs_best_figure(df: pd.DataFrame, library: str, path_without_ext, *,
     return style.save(fig, path_without_ext)
 
 
+def of_bound(table: pd.DataFrame, doc: dict) -> pd.DataFrame:
+    """The AUTO-vs-BEST ``table`` with ``bound`` and the fraction of it AUTO and BEST reach
+    (``auto_of_bound``, ``best_of_bound`` = bound / time, at most 1)."""
+    t = table.copy()
+    if "nodes" not in t:
+        t["nodes"] = table.attrs.get("context", {}).get("nodes", 1)
+    t = add_bounds(t, doc, time="auto_mean")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t["auto_of_bound"] = t["bound"] / pd.to_numeric(t["auto_mean"], errors="coerce")
+        t["best_of_bound"] = t["bound"] / pd.to_numeric(t["best_mean"], errors="coerce")
+    t = t.drop(columns=["bound_ratio"] + ([] if "nodes" in table else ["nodes"]))
+    t.attrs = dict(table.attrs)
+    return t
+
+
 def _slug(ctx: dict, cols) -> str:
     """File-name suffix naming the conditions ``cols`` (those that vary): ``float64_sum_none``
     style for dtype/op/delay, ``max_delay-1.00ms`` style for the others."""
@@ -364,18 +394,23 @@ def _slug(ctx: dict, cols) -> str:
     return "_".join(parts).replace("/", "-")
 
 
-def make_all(summary_csv, tables_dir, figures_dir, libraries=None) -> list[Path]:
+def make_all(summary_csv, tables_dir, figures_dir, libraries=None, params_json=None) -> list[Path]:
     """Per library: ``figures_dir/auto_vs_best_<library>.{png,pdf}``; when the library's rows
     hold several sets of conditions, that file draws the set with the most timed cells and
     every set also gets a file suffixed with the varying conditions (e.g. ``_none`` /
     ``_one-late_max_delay-1.00ms``). ``libraries``: those whose figure must exist (the plan's);
     one without a native row gets a figure saying so. Also ``tables_dir/auto_vs_best.{md,tex,
     csv}`` for all libraries. Returns the paths. Failed, wrong and timeout cells never stop
-    it: they are listed, not drawn."""
+    it: they are listed, not drawn. ``params_json``: the campaign's ``model_params.json``; with
+    it the table gives the fraction of the lower bound AUTO and BEST reach, and each figure
+    draws the bound (``harness.analysis.bound``)."""
     everything = tables.load_summary(summary_csv)
     d = everything[everything["algorithm"].str.startswith("native:")]
     written: list[Path] = []
+    bound_doc = json.loads(Path(params_json).read_text()) if params_json else None
     table = tables.auto_vs_best(d)
+    if bound_doc:
+        table = of_bound(table, bound_doc)
     ctx = context_label(table.attrs.get("context", {}))
     caption = ("AUTO (the library's own choice) vs BEST (fastest native allreduce algorithm, "
                "AUTO included) per library, process count P and message size"
@@ -397,13 +432,14 @@ def make_all(summary_csv, tables_dir, figures_dir, libraries=None) -> list[Path]
                         & everything["size"].isin(set(dl["size"]))]
         vary = tables.varying(dl, FIGURE_CONTEXT)
         if not vary:
-            written += auto_vs_best_figure(pd.concat([dl, hl]), lib, main)
+            written += auto_vs_best_figure(pd.concat([dl, hl]), lib, main, bound_doc=bound_doc)
             continue
         groups = [g for _, g in dl.groupby(vary, dropna=False, sort=True)]
         for g in groups:
             slug = _slug(tables.constants(g, FIGURE_CONTEXT), vary)
             written += auto_vs_best_figure(pd.concat([g, hl]), lib,
-                                           Path(figures_dir) / f"auto_vs_best_{lib}_{slug}")
+                                           Path(figures_dir) / f"auto_vs_best_{lib}_{slug}",
+                                           bound_doc=bound_doc)
         richest = max(groups, key=lambda g: int(tables.timed_mask(g).sum()))  # first on ties
         written += auto_vs_best_figure(pd.concat([richest, hl]), lib, main)
     return written

@@ -59,9 +59,11 @@ class Facts:
     confirm_groups: tuple[str, ...] = ()  # the confirmation stage's groups
     tune_libraries: tuple[str, ...] = ()  # the libraries the tuning stage covers
     sgd_experiments: tuple[str, ...] = ()  # the `sgd:` experiments
+    auto_ran: bool = False  # the auto_ran stage sees what AUTO ran (AUTO cells, stage enabled)
 
     @classmethod
-    def of(cls, runs: Iterable, confirm_groups=(), tune_libraries=(), sgd_experiments=()):
+    def of(cls, runs: Iterable, confirm_groups=(), tune_libraries=(), sgd_experiments=(),
+           auto_ran=False):
         pairs = [(r.library, c, dict(c.params)) for r in runs for c in r.cells]
         allreduce = [(lib, c) for lib, c, p in pairs if not p.get("workload")]
         algorithms = {c.algorithm for _, c, _ in pairs}
@@ -80,7 +82,7 @@ class Facts:
                                           if p.get("workload")})),
             confirm_groups=tuple(sorted(confirm_groups)),
             tune_libraries=tuple(tune_libraries),
-            sgd_experiments=tuple(sgd_experiments))
+            sgd_experiments=tuple(sgd_experiments), auto_ran=bool(auto_ran))
 
 
 Caption = tuple[str, str, str]  # (paper, what it reproduces, how to read it)
@@ -99,7 +101,8 @@ class Report:
     rule: str = ""  # its workflow rule (report_<name> unless named)
     from_summary: bool = True  # made from summary.csv by the generic rule of report.smk
     on_page: bool = True  # the report page waits for it (`rule all` asks for it either way)
-    params: str = ""  # model_params.json: "required" (an input, passed as params_json) or
+    params: str = ""  # model_params.json: "required" (an input, passed as params_json),
+    #                   "if_fitted" (the same when the campaign fits it: ping-pong cells) or
     #                   "optional" (an input when it exists; the report finds it itself)
     usage: str | None = SUMMARY  # its command-line arguments after NAME; None: rule only
     optional: int = 0  # how many of the last arguments may be left out
@@ -154,6 +157,7 @@ REPORTS = {r.name: r for r in (
            "AUTO vs BEST table and per-library throughput figures (Castelló et al., Sec. 4.3, "
            "Figs. 5-6)",
            tables=("auto_vs_best",), figures=("auto_vs_best_{library}",), rule="report",
+           params="if_fitted",
            options=lambda facts, report: {"libraries": list(facts.native_libraries)},
            captions={
             "auto_vs_best": ("Castelló et al.", "AUTO vs BEST (Sec. 4.3)",
@@ -162,6 +166,25 @@ REPORTS = {r.name: r for r in (
             "auto_vs_best_*": ("Castelló et al.", "Figs. 5-6: throughput of every native algorithm",
                                "top: MiB/s against message size, AUTO thick black, BEST ringed and named; "
                                "bottom: gain AUTO/BEST, empty bar = tie, hatched = oversubscribed"),
+           }),
+    Report("bound", "bound", "make_all",
+           "every timed allreduce cell against its lower bound (Chan et al. 2007)",
+           tables=("bound",), applies=lambda facts: facts.pingpong, params="required",
+           usage=f"{SUMMARY} [MODEL_PARAMS_JSON]", optional=1,
+           captions={
+            "bound": ("Chan et al. 2007", "how far each algorithm sits from the lower bound",
+                      "per installation, P and algorithm: time / bound over the sizes (median, "
+                      "smallest, largest); the CSV has every cell's bound and bound_ratio"),
+           }),
+    Report("auto_choices", "auto_choices", "make_all",
+           "what AUTO ran in each cell: the library's own choice, seen under gdb (harness whatran)",
+           tables=("auto_choices",), figures=("auto_choices",),
+           applies=lambda facts: facts.auto_ran,
+           captions={
+            "auto_choices": ("Castelló et al.", "AUTO's selection map: why AUTO is not BEST",
+                             "per installation, P and size the algorithm AUTO ran (read from the "
+                             "library's functions under gdb), its time, and BEST where BEST is "
+                             "another algorithm"),
            }),
     Report("confirm", "confirm", "make_confirm",
            "AUTO vs BEST, and the guideline violations, confirmed in fresh A B B A launches, "

@@ -88,6 +88,11 @@ T_NOTE = (" § a compared t-interval assumes what its repetitions reject (normal
           "compares medians instead.")
 
 
+BOUND_NOTE = (" Of bound: the lower bound (Chan et al. 2007: ceil(log2 P) alpha + 2(P-1)/P n "
+              "beta + (P-1)/P n gamma, with the campaign's ping-pong fit) / the time; 100% would "
+              "be optimal.")
+
+
 def note(table: pd.DataFrame) -> str:
     """The AUTO-vs-BEST table's note, for the statistic its times are (``results/view.py``)."""
     text = NOTE
@@ -96,7 +101,19 @@ def note(table: pd.DataFrame) -> str:
                              "order-statistics 95% CI").replace("size/mean", "size/median"))
     if "t_assumptions" in table and table["t_assumptions"].fillna("").astype(bool).any():
         text += T_NOTE
+    if "auto_of_bound" in table:
+        text += BOUND_NOTE
+    if "auto_ran" in table:
+        text += (" AUTO ran: the catalogue's name for the library functions one AUTO call ran, "
+                 "seen under gdb (harness whatran).")
     return text
+
+
+def _percent(v) -> str:
+    """A fraction of the lower bound as a percentage ('' where there is none)."""
+    if not (isinstance(v, float) and math.isfinite(v)):
+        return ""
+    return f"{100 * v:.0f}%" if v >= 0.1 else f"{100 * v:.2g}%"
 
 
 def display(table: pd.DataFrame) -> tuple[list[str], list[list[dict]]]:
@@ -105,9 +122,12 @@ def display(table: pd.DataFrame) -> tuple[list[str], list[list[dict]]]:
     content."""
     keys = table.attrs.get("keys") or ["library", "library_version", "procs", "size"]
     ctx = [k for k in keys if k not in ("library", "library_version", "procs", "size")]
+    ran = "auto_ran" in table  # what AUTO ran, beside BEST (the auto_ran stage)
     header = ["Library", "P", *[c.replace("_", " ") for c in ctx], "Size",
-              "AUTO time", "95% CI", "AUTO MiB/s", "BEST", "BEST time", "95% CI", "BEST MiB/s",
-              "Gain", "Excluded"]
+              "AUTO time", "95% CI", "AUTO MiB/s", *(["AUTO ran"] if ran else []), "BEST",
+              "BEST time", "95% CI", "BEST MiB/s", "Gain",
+              *(["AUTO of bound", "BEST of bound"] if "auto_of_bound" in table else []),
+              "Excluded"]
     rows = []
     for r in table.itertuples(index=False):
         r = r._asdict()
@@ -126,6 +146,7 @@ def display(table: pd.DataFrame) -> tuple[list[str], list[list[dict]]]:
             cell(at, numeric=True, dagger=r["auto_status"] == "not-converged"),
             cell(aci, numeric=True, interval=True),
             cell(_num(r["auto_mibs"]) if math.isfinite(r["auto_mibs"]) else "", numeric=True),
+            *([cell(str(r.get("auto_ran") or ""))] if ran else []),
             cell(algorithm_label(r["best_algorithm"]) if r["best_algorithm"] else "none"),
             cell(bt, numeric=True, dagger=r["best_status"] == "not-converged"),
             cell(bci, numeric=True, interval=True),
@@ -135,6 +156,8 @@ def display(table: pd.DataFrame) -> tuple[list[str], list[list[dict]]]:
                  + (" ‡" if r["oversubscribed"] else "")
                  + (" §" if r.get("t_assumptions") else ""), numeric=True,
                  bold=bool(r["significant"])),
+            *([cell(_percent(r["auto_of_bound"]), numeric=True),
+               cell(_percent(r["best_of_bound"]), numeric=True)] if "auto_of_bound" in r else []),
             cell(", ".join(algorithm_label(x.split(" (")[0]) + " (" + x.split(" (")[1]
                            for x in r["excluded"].split("; ")) if r["excluded"] else ""),
         ])

@@ -23,6 +23,7 @@ from pathlib import Path
 from ..algorithms import p2p_bench
 from ..dnn import workload
 from ..errors import StoreError
+from .auto_ran import attach as attach_auto_ran
 from ..fileio import atomic_write_text, read_json, write_json
 from .launches import LAUNCH_COLUMNS, bus_bandwidth, combine_frame
 from ..stats import autocorrelated, normality_p
@@ -39,7 +40,7 @@ SUMMARY_COLUMNS = [
     "lag1", "effective_n", "ci_method", "t_rejected", "converged", "status",
     "error", "algbw", "busbw", "warmup", "seed", "host", "git_commit", "config_hash",
     "finished", "launches", "launch_means", "launches_disagree", "odd_launches", "within_mean",
-    "within_ci_low", "within_ci_high", "within_rel_halfwidth", "within_n",
+    "within_ci_low", "within_ci_high", "within_rel_halfwidth", "within_n", "auto_ran",
 ]
 
 
@@ -352,6 +353,7 @@ def summary_frame(store: CampaignStore, keep=None, runs=None, log=None, docs=Non
         df = df[(df.launches_of == newest) & (df.launch < newest)]
     df = combine_frame(df, float(settings.get("confidence", 0.95)),
                        float(settings.get("precision", 0.025)))
+    df = attach_auto_ran(df, store)  # what AUTO ran (results/auto_ran.py)
     df = df.reindex(columns=SUMMARY_COLUMNS)
     if not df.empty:
         df = df.sort_values(["library", "algorithm", "procs", "size", "dtype", "op", "delay",

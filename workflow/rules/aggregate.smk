@@ -9,6 +9,7 @@ localrules: aggregate
 rule aggregate:
     input:
         expand(RES + "/runs/{run}.json", run=sorted(CAMPAIGN.runs)),
+        AUTO_RAN_OUTPUTS,  # what AUTO ran (workflow/rules/auto_ran.smk): the auto_ran column
     output:
         RES + "/summary.csv",
     params:

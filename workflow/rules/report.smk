@@ -33,7 +33,7 @@ def _model_params(report):
     """model_params.json as an input: always (rule fit_params makes it), when it exists, or
     never."""
     path = RES + "/model_params.json"
-    if report.params == "required":
+    if report.params == "required" or (report.params == "if_fitted" and FACTS.pingpong):
         return [path]
     if report.params == "optional":
         return [path] if Path(path).is_file() else []
@@ -58,6 +58,6 @@ for _report in REPORTS.values():
         run:
             report = REPORTS[params.report]
             options = dict(params.options)
-            if report.params == "required":
+            if len(input) > 1 and report.params in ("required", "if_fitted"):
                 options["params_json"] = input[1]
             report.load()(input[0], RES + "/tables", FIG, **options)

@@ -1,0 +1,74 @@
+"""The lower bound of an allreduce and how close a time comes to it (``docs/models.md``,
+"The lower bound").
+
+Chan et al. (2007) bound any allreduce of n bytes over P processes on a fully connected
+network, each process sending and receiving one message at a time, by
+
+    T >= ceil(log2 P) alpha + 2 (P-1)/P n beta + (P-1)/P n gamma
+
+(latency: the result depends on every input, and a message at most doubles what a process
+knows; bandwidth: each process must send and receive (P-1)/P n bytes of reduce-scatter and
+as many of allgather; computation: (P-1)/P n bytes of reduction each, spread evenly). Here
+alpha and beta are the campaign's own ping-pong fit of the installation (``model_params.json``
+``pingpong.<library>.levels``) at the level its ranks talk over: ``network`` when the cell
+spans nodes; for ranks sharing one node the copy through shared memory is the link, so the
+intra-node pair (``node``, else ``socket``): a measured copy bandwidth, a bound as long as no
+rank copies faster than one pair alone did (memory contention only lengthens real times).
+gamma is the library's reduce_local fit, else the campaign's. ``bound_ratio`` = time / bound:
+1 would be optimal; the fraction of the bound a time reaches is its inverse.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+INTRA = ("node", "socket")  # the levels ranks of one node talk over, nearest last tried
+
+
+def chan(procs: int, nbytes: float, alpha: float, beta: float, gamma: float) -> float:
+    """The bound in seconds (0 for one process or an empty message's bandwidth terms)."""
+    p = int(procs)
+    if p <= 1:
+        return 0.0
+    share = (p - 1) / p * float(nbytes)
+    return math.ceil(math.log2(p)) * alpha + 2 * share * beta + share * gamma
+
+
+def link(doc: dict, library: str, nodes: int) -> dict | None:
+    """``{alpha, beta, gamma, level}`` of ``library`` for a cell on ``nodes`` nodes, from a
+    ``model_params.json`` document; None when the campaign fitted no ping-pong of it."""
+    pp = (doc.get("pingpong") or {}).get(library)
+    if not pp:
+        return None
+    levels = pp.get("levels") or {pp.get("level", "network"): pp}
+    order = ("network",) if int(nodes) > 1 else INTRA
+    level = next((lv for lv in order if lv in levels), None)
+    if level is None:  # not measured at that level: the farthest one, said so
+        level = pp.get("level", "network")
+        levels = {level: pp}
+    gamma = pp.get("gamma") if pp.get("gamma") is not None else doc.get("gamma")
+    if gamma is None:
+        return None
+    return {"alpha": float(levels[level]["alpha"]), "beta": float(levels[level]["beta"]),
+            "gamma": float(gamma), "level": level}
+
+
+def add_bounds(df: pd.DataFrame, doc: dict, time: str = "mean") -> pd.DataFrame:
+    """``df`` (rows with library, procs, nodes, size and ``time``) with ``bound`` (seconds),
+    ``bound_ratio`` (time / bound) and ``bound_level``; NaN where the library has no fit."""
+    out = df.copy()
+    bounds, levels = [], []
+    for r in out.itertuples(index=False):
+        r = r._asdict()
+        lk = link(doc, str(r["library"]), int(r.get("nodes") or 1) if r.get("nodes") == r.get("nodes") else 1)
+        bounds.append(chan(r["procs"], r["size"], lk["alpha"], lk["beta"], lk["gamma"]) if lk else np.nan)
+        levels.append(lk["level"] if lk else "")
+    out["bound"] = bounds
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = pd.to_numeric(out[time], errors="coerce")
+        out["bound_ratio"] = np.where(out["bound"] > 0, t / out["bound"], np.nan)
+    out["bound_level"] = levels
+    return out
