@@ -71,3 +71,25 @@ def test_claims_come_from_the_tables_and_only_with_support(tmp_path):
     assert "2 comparison(s) showed no difference" in html
     empty = _findings(tmp_path / "none", tmp_path / "report")
     assert "No claim" in empty
+
+
+def test_the_costliest_auto_decision_names_what_auto_ran(tmp_path):
+    """Per library, the confirmed BEST-faster row with the largest gain, with what AUTO ran
+    there (auto_choices) and the sizes where the same pair of decisions is confirmed."""
+    from harness.report.findings import costliest_auto_choices
+
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    base = {"library": "openmpi", "procs": 2, "best": "native:rabenseifner", "pairs": 6,
+            "verdict": "BEST faster", "gain_ci_low": 1.1, "gain_ci_high": 1.6}
+    pd.DataFrame([dict(base, size=65536, gain=1.3), dict(base, size=262144, gain=1.5),
+                  dict(base, size=1024, gain=2.0, verdict="tie"),
+                  dict(base, library="mpich", size=8, gain=1.2, best="native:ring")]
+                 ).to_csv(tables / "auto_vs_best_confirmed.csv", index=False)
+    pd.DataFrame([{"library": "openmpi", "procs": 2, "size": s, "auto_ran": "ring"}
+                  for s in (1024, 65536, 262144)]).to_csv(tables / "auto_choices.csv", index=False)
+    found, _ = costliest_auto_choices(tables)
+    assert [f.text for f in found] == [
+        "Open MPI: AUTO's costliest decision is ring at P=2, 64KiB to 256KiB (2 sizes), where "
+        "rabenseifner is faster (confirmed)"]  # MPICH's row: no auto_choices entry, no claim
+    assert found[0].evidence.startswith("at 256KiB: gain t_AUTO/t_BEST 1.50x [1.10, 1.60]")

@@ -7,7 +7,9 @@ is exactly what a table says:
 - the performance guidelines (``guidelines``): a mock-up of the library's own collectives
   faster than AUTO, the 95 % intervals apart;
 - the tuned selection (``tuned``): the library following the campaign's tuning file faster
-  or slower than AUTO in fresh interleaved launches.
+  or slower than AUTO in fresh interleaved launches;
+- AUTO's costliest decision per library (``auto_vs_best_confirmed`` with ``auto_choices``):
+  what AUTO ran where a confirmed BEST beats it by most, and the sizes where it does so.
 
 Ties are counted, not listed; nothing from an oversubscribed launch is claimed (its verdict
 says ``oversubscribed``, and the tables carry no other verdict for it).
@@ -133,11 +135,42 @@ def tuned_gains(tables_dir: Path) -> tuple[list[Finding], int]:
     return out, int((df["verdict"] == "tie").sum())
 
 
+def costliest_auto_choices(tables_dir: Path) -> tuple[list[Finding], int]:
+    """Per library, AUTO's decision that costs most: the confirmed BEST-faster row with the
+    largest gain, what AUTO ran there (``auto_choices``) and BEST, with the sizes of that P
+    where the same pair of decisions is confirmed too."""
+    path = tables_dir / "auto_vs_best_confirmed.csv"
+    df, ran = _read(path), _read(tables_dir / "auto_choices.csv")
+    if df is None or ran is None or df.empty or ran.empty:
+        return [], 0
+    said = {(str(r["library"]), int(r["procs"]), int(r["size"])): str(r["auto_ran"])
+            for r in ran.to_dict("records")}
+    df = df[df["verdict"] == "BEST faster"].copy()
+    df["auto_ran"] = [said.get((str(r["library"]), int(r["procs"]), int(r["size"])), "")
+                      for r in df.to_dict("records")]
+    out = []
+    for lib, g in df[df["auto_ran"] != ""].groupby("library", sort=False):
+        top = g.loc[g["gain"].astype(float).idxmax()]
+        best = str(top["best"]).replace("native:", "")
+        same = g[(g["procs"] == top["procs"]) & (g["auto_ran"] == top["auto_ran"])
+                 & (g["best"] == top["best"])]["size"].astype(int).sort_values()
+        sizes = (format_size(int(same.iloc[0])) if len(same) == 1 else
+                 f"{format_size(int(same.iloc[0]))} to {format_size(int(same.iloc[-1]))} "
+                 f"({len(same)} sizes)")
+        out.append(Finding(
+            f"{style.library_title(str(lib))}: AUTO's costliest decision is {top['auto_ran']} at "
+            f"P={int(top['procs'])}, {sizes}, where {best} is faster (confirmed)",
+            f"at {format_size(int(top['size']))}: gain t_AUTO/t_BEST "
+            f"{_interval(top['gain'], top['gain_ci_low'], top['gain_ci_high'])}; what AUTO ran was "
+            f"seen under gdb (auto_choices)", path))
+    return out, 0
+
+
 def findings(tables_dir) -> tuple[list[Finding], int]:
     """Every claim of the campaign's tables, and how many comparisons were ties."""
     tables_dir = Path(tables_dir)
     claims, ties = [], 0
-    for source in (confirmed, guideline_violations, tuned_gains):
+    for source in (confirmed, costliest_auto_choices, guideline_violations, tuned_gains):
         found, tied = source(tables_dir)
         claims += found
         ties += tied
