@@ -37,6 +37,7 @@ def compare_tunings(summary: pd.DataFrame, truth_dir, other_dir) -> pd.DataFrame
         raise ValueError(f"tuning: no library has tuning files in both {truth_dir} and "
                          f"{other_dir}; expected `harness tune` run on each campaign first")
     rows = []
+    ran = auto_ran_at(summary)
     for library in both:
         tabs = [Table.from_dict(json.loads((d / f"{library}.json").read_text())["table"])
                 for d in (truth_dir, other_dir)]
@@ -44,7 +45,10 @@ def compare_tunings(summary: pd.DataFrame, truth_dir, other_dir) -> pd.DataFrame
         times = table.set_index([*regret.POINT, "algorithm"])["mean"]
         for point, group in table.groupby(regret.POINT, sort=True):
             picks = [f"native:{t.lookup(int(point[0]), int(point[2])) or 'auto'}" for t in tabs]
-            got = [times.get((*point, a), math.nan) for a in picks]
+            said = ran.get((library, int(point[0]), int(point[2])))
+            if said:  # the decision AUTO makes there, as the auto_ran stage saw it
+                picks = [f"{p} ({said})" if p == "native:auto" else p for p in picks]
+            got = [times.get((*point, a.split(" (")[0]), math.nan) for a in picks]
             best = float(group["best_mean"].iloc[0])
             rows.append({"library": library, "procs": int(point[0]), "nodes": int(point[1]),
                          "size": int(point[2]), "exhaustive": picks[0], "other": picks[1],
@@ -52,6 +56,16 @@ def compare_tunings(summary: pd.DataFrame, truth_dir, other_dir) -> pd.DataFrame
                          "other_regret": got[1] / best - 1,
                          "cost": math.nan if picks[0] == picks[1] else got[1] / got[0] - 1})
     return pd.DataFrame(rows, columns=COMPARE_COLUMNS)
+
+
+def auto_ran_at(summary: pd.DataFrame) -> dict:
+    """``(library, procs, size) -> what AUTO ran`` from the summary's ``auto_ran`` column
+    (the auto_ran stage), where it names a catalogue algorithm."""
+    if "auto_ran" not in summary:
+        return {}
+    d = summary[(summary["algorithm"] == "native:auto") & summary["auto_ran"].notna()]
+    d = d[d["auto_ran"].astype(str).str.fullmatch(r"[a-z0-9_]+")]
+    return {(str(r.library), int(r.procs), int(r.size)): str(r.auto_ran) for r in d.itertuples()}
 
 
 NOISE_COLUMNS = ["library", "cells", "median_change", "p90_change"]
