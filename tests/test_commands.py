@@ -46,7 +46,9 @@ def test_algorithms_lists_every_library_and_every_forcible_algorithm(capsys):
         assert f"{lib.name} ({lib.title}, {lib.wheel}; family {lib.name}; the catalogue (wheel verified))" in lines
         for alg in lib.algorithms.values():
             forced = " ".join(f"{k}={v}" for k, v in alg.env.items()) or "(nothing forced)"
-            assert f"  native:{alg.name:<28} {forced}" in lines, alg.name
+            # a verdict of `harness algorithms --verify` kept on this machine may follow
+            assert any(line == f"  native:{alg.name:<28} {forced}" or
+                       line.startswith(f"  native:{alg.name:<28} {forced}  [") for line in lines), alg.name
     assert lines[-1] == "harness algorithms: " + ", ".join(harness_names())
     assert "ring" in harness_names() and "suara2" in harness_names()
 

@@ -111,7 +111,7 @@ def cmd_algorithms(args, parser) -> int:
             print(f"{name}: {exc.args[0]}")
             code = 2
             continue
-        checked = verification.recorded(lib)
+        checked = verification.recorded(lib, current=True)
         source = lib.wheel if not lib.declared else (lib.version or "site")
         read = "as read from the library" if lib.available is not None else (
             "the catalogue (wheel verified)" if not lib.declared

@@ -41,20 +41,24 @@ def _path(lib: Library):
     return paths.mpi_root() / "verified" / f"{lib.name}-{key}.json"
 
 
-def recorded(lib: Library) -> dict:
-    """The verdicts kept for the installation: ``{algorithm: verdict}`` (empty if none)."""
+def recorded(lib: Library, current: bool = False) -> dict:
+    """The verdicts kept for the installation: ``{algorithm: verdict}`` (empty if none);
+    ``current``: only those found with the catalogue entry's present forcing environment."""
     try:
-        return json.loads(_path(lib).read_text())
+        kept = json.loads(_path(lib).read_text())
     except (OSError, ValueError):
         return {}
+    if current:
+        kept = {n: v for n, v in kept.items()
+                if n in lib.algorithms and v.get("env") == lib.algorithms[n].env}
+    return kept
 
 
 def refusing(lib: Library) -> Library:
     """``lib`` without the algorithms its verification found to run something else."""
     # a verdict holds for the forcing environment it was found with (a catalogue edited since
     # is verified anew)
-    wrong = {n: v for n, v in recorded(lib).items() if v.get("verdict") == "wrong"
-             and n in lib.algorithms and v.get("env") == lib.algorithms[n].env}
+    wrong = {n: v for n, v in recorded(lib, current=True).items() if v.get("verdict") == "wrong"}
     if not wrong:
         return lib
     keep = frozenset(n for n in lib.algorithms if lib.has(n) and n not in wrong)

@@ -13,7 +13,7 @@ rule auto_ran_spec:
     output:
         RES + "/auto_ran/{autogroup}.spec.json",
     wildcard_constraints:
-        autogroup="[A-Za-z0-9_.-]+",
+        autogroup="[A-Za-z0-9_-]+",
     params:
         spec=lambda w: json.dumps(AUTO_RAN[w.autogroup], sort_keys=True),
     run:
@@ -30,7 +30,7 @@ rule auto_ran:
     output:
         RES + "/auto_ran/{autogroup}.json",
     wildcard_constraints:
-        autogroup="[A-Za-z0-9_.-]+",
+        autogroup="[A-Za-z0-9_-]+",
     params:
         python=sys.executable,
     threads: workflow.cores
