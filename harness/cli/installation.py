@@ -116,7 +116,7 @@ def cmd_algorithms(args, parser) -> int:
         read = "as read from the library" if lib.available is not None else (
             "the catalogue (wheel verified)" if not lib.declared
             else "the catalogue (the library does not say)")
-        print(f"{lib.name} ({lib.title}, {source}; family {lib.family}; {read})")
+        print(f"{lib.name} ({libraries.catalogue()[lib.family].title}, {source}; family {lib.family}; {read})")
         for alg in lib.algorithms.values():
             if not lib.has(alg.name):
                 continue

@@ -47,7 +47,9 @@ def make_all(summary_csv, tables_dir, figures_dir) -> list[Path]:
         at, _ = tables.format_time(r["auto_mean"])
         beat = r["verdict"] == "BEST faster"
         rows.append([style.library_label(r["library"], r["library_version"]), str(int(r["procs"])),
-                     tables.format_size(r["size"]), r["auto_ran"], at or r["auto_status"],
+                     tables.format_size(r["size"]), r["auto_ran"],
+                     (at + (" †" if r["auto_status"] == "not-converged" else "")) if at
+                     else r["auto_status"],
                      tables.algorithm_label(r["best_algorithm"]) if r["best_algorithm"] else "",
                      (f"{r['gain']:.2f}×" if math.isfinite(r["gain"]) else "n/a")
                      + ("" if beat else " (tie)" if r["verdict"] == "tie" else "")
@@ -56,10 +58,10 @@ def make_all(summary_csv, tables_dir, figures_dir) -> list[Path]:
     cols = ["library", "library_version", "procs", "size", "auto_ran", "auto_mean",
             "best_algorithm", "gain", "verdict", "oversubscribed"]
     written += tables.write_table(
-        t[cols], base_t, TITLE, header=header, rows=rows, align="llrllrlr",
+        t[cols], base_t, TITLE, header=header, rows=rows, align="lrrlrlr",
         md_note="AUTO ran: the catalogue's name for the library functions one AUTO call ran "
                 "(harness whatran). Gain = AUTO time / BEST time; (tie): the 95% CIs overlap; "
-                "‡ oversubscribed, no claim.\n")
+                "† not converged; ‡ oversubscribed, no claim.\n")
     written += _figure(t, base_f)
     return written
 
