@@ -65,3 +65,15 @@ def test_the_auto_vs_best_table_says_how_much_of_the_bound_each_reaches(tmp_path
     i = header.index("AUTO of bound")
     assert header[i + 1] == "BEST of bound"
     assert cells[0][i]["text"] == f"{100 * bound / 4e-4:.2g}%"
+
+
+def test_what_auto_ran_is_labelled_even_outside_the_catalogue():
+    from harness.results.auto_ran import label
+
+    assert label({"status": "identified", "ran": ["ring"], "functions": []}) == "ring"
+    # Intel MPI's AUTO at P=4, 2-4 KiB: an allreduce of its own that no id forces here
+    assert label({"status": "unidentified", "functions": [
+        ["MPIR_Allreduce_intra_auto", 1], ["MPIR_Allreduce_intra_rec_multiplying", 1]]}) == \
+        "rec_multiplying (not forcible)"
+    assert label({"status": "unverifiable", "why": "gdb is not installed"}) == \
+        "unverifiable: gdb is not installed"

@@ -1,11 +1,14 @@
 """The summary's ``auto_ran`` column: what AUTO ran in each AUTO cell, from the campaign's
 ``auto_ran/<group>.json`` documents (``harness.campaign.auto_ran``). The catalogue's name of
-what ran (``ring``, ``reduce_bcast``, ...), else ``unidentified: <functions>``,
-``unverifiable: <why>`` or ``failed: <why>``; empty where the stage did not run."""
+what ran (``ring``, ``reduce_bcast``, ...); else ``<name> (not forcible)`` where one
+allreduce function ran that the catalogue cannot force (Intel MPI's rec_multiplying at P=4,
+2-4 KiB), ``unidentified: <functions>``, ``unverifiable: <why>`` or ``failed: <why>``; empty
+where the stage did not run."""
 
 from __future__ import annotations
 
 import json
+import re
 
 AUTO = "native:auto"
 
@@ -26,11 +29,19 @@ def labels(store) -> dict[tuple, str]:
     return out
 
 
+ALLREDUCE_FUNCTION = re.compile(r"(?:MPIR_Allreduce_intra|ompi_coll_base_allreduce_intra)_(\w+)")
+
+
 def label(r: dict) -> str:
     if r.get("ran"):
         return r["ran"][0]
     if r.get("status") == "unidentified":
-        return "unidentified: " + " + ".join(n for n, _ in r.get("functions", []))
+        names = [n for n, _ in r.get("functions", [])]
+        algs = [m.group(1) for n in names if (m := ALLREDUCE_FUNCTION.fullmatch(n))
+                and m.group(1) != "auto"]
+        if len(algs) == 1:  # one allreduce algorithm of the library's, not in the catalogue
+            return f"{algs[0]} (not forcible)"
+        return "unidentified: " + " + ".join(names)
     return f"{r.get('status', 'unknown')}: {r.get('why', '')}".strip(": ")
 
 
