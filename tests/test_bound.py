@@ -77,3 +77,27 @@ def test_what_auto_ran_is_labelled_even_outside_the_catalogue():
         "rec_multiplying (not forcible)"
     assert label({"status": "unverifiable", "why": "gdb is not installed"}) == \
         "unverifiable: gdb is not installed"
+
+
+def test_the_bound_table_counts_the_sizes_below_the_bound(tmp_path):
+    """A time under the bound says the fit overstates the link: counted, never hidden."""
+    import json
+
+    from harness.report import bound
+
+    rows = [{"campaign": "b", "cell_id": f"c{i}", "run_id": "r", "library": "openmpi",
+             "library_version": "Open MPI v5.0.11", "algorithm": "native:ring", "procs": 2,
+             "nodes": 1, "size": size, "dtype": "float64", "op": "sum", "delay": "none",
+             "max_delay": 0, "late_rank": 0, "metric": "mean", "n": 50, "mean": mean,
+             "ci_low": mean, "ci_high": mean, "status": "ok", "converged": True,
+             "oversubscribed": False, "params": "{}"}
+            for i, (size, mean) in enumerate(((8, 1e-7), (2**20, 1.0)))]
+    pd.DataFrame(rows).to_csv(tmp_path / "summary.csv", index=False)
+    (tmp_path / "p.json").write_text(json.dumps(DOC))
+    bound.make_all(tmp_path / "summary.csv", tmp_path / "t", tmp_path / "f",
+                   params_json=tmp_path / "p.json")
+    md = (tmp_path / "t" / "bound.md").read_text()
+    assert "| Below the bound | Link |" in md
+    assert "| Open MPI 5.0.11 | 2 | 1 | ring | 2 |" in md and "| 1 | node |" in md
+    csv = pd.read_csv(tmp_path / "t" / "bound.csv")
+    assert (csv["bound_ratio"] < 1).sum() == 1 and (csv["bound_ratio"] > 1).sum() == 1

@@ -90,7 +90,7 @@ T_NOTE = (" § a compared t-interval assumes what its repetitions reject (normal
 
 BOUND_NOTE = (" Of bound: the lower bound (Chan et al. 2007: ceil(log2 P) alpha + 2(P-1)/P n "
               "beta + (P-1)/P n gamma, with the campaign's ping-pong fit) / the time; 100% would "
-              "be optimal.")
+              "be optimal, and above 100% the fit overstates the link (tables/bound).")
 
 
 def note(table: pd.DataFrame) -> str:
