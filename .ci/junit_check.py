@@ -1,15 +1,33 @@
-"""Fail CI on what a green pytest exit could still hide: no test run, or a skip.
+"""Fail CI on what a green pytest exit could still hide: tests gone, or a skip.
 
 Reads the JUnit report of `make test` and prints one closing line of counts. Exit 1 when the
-report is missing, counts no test, or holds a failure, an error or a skip (under CI=true the
-suite turns skips into failures already; this is the second guard)."""
+report is missing, counts fewer tests than the floor kept in `.ci/test_floor` (tests that
+stopped being collected would otherwise go unnoticed), or holds a failure, an error or a skip
+(under CI=true the suite turns skips into failures already; this is the second guard)."""
 
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+FLOOR = Path(__file__).resolve().parent / "test_floor"
 
-def main(path: str) -> int:
+
+def read_floor(path: Path = FLOOR) -> int:
+    """The one integer of ``path``; lines starting with # are comments."""
+    values = [line.strip() for line in path.read_text().splitlines()
+              if line.strip() and not line.strip().startswith("#")]
+    if len(values) != 1 or not values[0].isdigit() or int(values[0]) < 1:
+        raise ValueError(f"{path}: expected one integer of at least 1 besides # comments, "
+                         f"got {values!r}")
+    return int(values[0])
+
+
+def main(path: str, floor_path: Path = FLOOR) -> int:
+    try:
+        floor = read_floor(floor_path)
+    except (OSError, ValueError) as exc:
+        print(f"junit-check: no test floor: {exc}")
+        return 1
     if not Path(path).is_file():
         print(f"junit-check: {path}: no JUnit report (did the tests start?)")
         return 1
@@ -31,12 +49,13 @@ def main(path: str) -> int:
         print(f"junit-check: unexpected skip: {name}")
     total = sum(counts.values())
     print(f"junit-check: {total} tests, {counts['error']} of them errors")
+    if total < floor:
+        print(f"junit-check: {total} tests is below the floor of {floor} ({floor_path}): tests "
+              f"were lost (not collected, or a module failed to import); lower the floor only "
+              f"with the change that removes tests")
     print(f"junit-check: {counts['passed']} passed, {counts['failed'] + counts['error']} failed, "
-          f"{counts['skipped']} skipped")
-    if total == 0:
-        print("junit-check: the report counts no test")
-        return 1
-    return 0 if counts["passed"] == total else 1
+          f"{counts['skipped']} skipped (floor {floor})")
+    return 0 if counts["passed"] == total and total >= floor else 1
 
 
 if __name__ == "__main__":
