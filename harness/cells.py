@@ -11,6 +11,29 @@ from functools import cached_property
 
 import numpy as np
 
+# A cell's kind, decided here once from its algorithm and parameters (``kind_of``):
+#   native    the library's MPI_Allreduce forced to one algorithm, or AUTO (``native:<name>``)
+#   selector  the library selecting by a tuning file or its autotuner (never forced, never BEST)
+#   harness   an algorithm of the harness (``harness/algorithms/``)
+#   workload  a training iteration's gradient communication (its ``params`` name a workload)
+#   probe     a ping-pong or local reduction: network parameters, no allreduce time
+KINDS = ("native", "selector", "harness", "workload", "probe")
+SELECTORS = ("native:tuned", "native:autotuner")
+PROBES = ("pingpong", "reduce_local")
+WORKLOAD_KEY = "workload"  # the parameter that makes a cell a workload (harness/dnn/workload.py)
+
+
+def kind_of(algorithm: str, params=()) -> str:
+    """The kind (``KINDS``) of a cell with ``algorithm`` and ``params`` (pairs or a mapping)."""
+    algorithm = str(algorithm)
+    if dict(params).get(WORKLOAD_KEY):
+        return "workload"
+    if algorithm in PROBES:
+        return "probe"
+    if algorithm in SELECTORS:
+        return "selector"
+    return "native" if algorithm.startswith("native:") else "harness"
+
 
 def _digest(obj, n: int = 12) -> str:
     return hashlib.sha1(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:n]
@@ -32,6 +55,11 @@ class Cell:
     thread_level: str = "single"  # MPI thread level the launch initialises (THREAD_LEVELS)
     timing: str = "percall"  # how repetitions are timed (TIMING_MODES)
     buffers: str = "reuse"  # the buffers' cache state (BUFFER_MODES, harness/measure/buffers.py)
+
+    @property
+    def kind(self) -> str:
+        """native, selector, harness, workload or probe (``kind_of``)."""
+        return kind_of(self.algorithm, self.params)
 
     @property
     def count(self) -> int:

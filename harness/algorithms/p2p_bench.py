@@ -31,12 +31,13 @@ import os
 import numpy as np
 
 from .. import verify
+from ..cells import PROBES
 from ..layout import parse
 from ..layout import resolve as layout_of
 from .registry import register
 
 FAMILY = "p2p-bench"
-NAMES = ("pingpong", "reduce_local")
+NAMES = PROBES  # the kind "probe" of harness/cells.py
 LEVELS = ("socket", "node", "network")
 TAG = 7
 PINGPONG_PARAMS = ("pairs", "layout", "ppn", "corrupt")

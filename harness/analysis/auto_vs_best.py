@@ -18,15 +18,15 @@ import numpy as np
 import pandas as pd
 
 from ..libraries import library_sort_key
-from ..results.store import allreduce_rows
+from ..results.summary import allreduce_rows, load, typed
 from ..results.view import t_flags
-from .best import AUTO, SELECTING, fastest, timed_mask
+from .best import AUTO, fastest, timed_mask
+from .vocabulary import is_oversubscribed
 
 MIB = float(2**20)
 # Columns that define the conditions of a cell besides library, P and size; a table or figure
 # splits by them only when they vary.
 CONTEXT = ["nodes", "dtype", "op", "delay", "max_delay", "late_rank", "metric", "buffers"]
-NUMERIC = ["procs", "nodes", "size", "max_delay", "late_rank", "mean", "ci_low", "ci_high", "n"]
 
 TABLE_COLUMNS = [
     "auto_status", "auto_mean", "auto_ci_low", "auto_ci_high", "auto_mibs",
@@ -36,50 +36,17 @@ TABLE_COLUMNS = [
 ]
 
 
-def row_oversubscribed(row) -> bool:
-    return row is not None and str(row.get("oversubscribed", "")).lower() == "true"
-
-
 # --------------------------------------------------------------------------- data preparation
 
 def load_summary(path) -> pd.DataFrame:
-    return prepare(pd.read_csv(path, keep_default_na=True))
+    return prepare(load(path))
 
 
 def prepare(df: pd.DataFrame, workloads: bool = False) -> pd.DataFrame:
-    """A clean copy of a summary: numeric columns numeric, missing context columns filled,
-    status/algorithm as strings, and one row per cell (the newest, by ``finished``). Workload
-    rows (a training iteration, ``harness.dnn.workload``) are left out unless ``workloads``."""
-    d = allreduce_rows(df, workloads=workloads).copy()
-    defaults = {"library_version": "", "nodes": 1, "dtype": "float64", "op": "sum",
-                "delay": "none", "max_delay": 0.0, "late_rank": 0, "metric": "mean",
-                "buffers": "reuse",
-                "params": "{}", "status": "ok", "finished": "", "error": ""}
-    for col, val in defaults.items():
-        if col not in d.columns:
-            d[col] = val
-        elif col in CONTEXT and d[col].isna().any():
-            # a cell that never ran (failed before its first repetition) may lack a condition:
-            # it takes the one the other cells share (else the default), not one of its own
-            known = d[col].dropna()
-            d[col] = d[col].fillna(known.mode().iloc[0] if len(known) else val)
-    for col in ("ci_low", "ci_high"):
-        if col not in d.columns:
-            d[col] = np.nan
-    for col in NUMERIC:
-        d[col] = pd.to_numeric(d[col], errors="coerce")
-    for col in ("library", "algorithm", "status", "dtype", "op", "delay", "metric", "buffers"):
-        d[col] = d[col].astype(str)
-    d["library_version"] = d["library_version"].fillna("").astype(str)
-    # a cell that failed before its first repetition records no version: it takes its
-    # library's version when the library was measured in exactly one
-    for lib, versions in d.groupby("library")["library_version"]:
-        known = set(versions) - {""}
-        if len(known) == 1:
-            d.loc[(d["library"] == lib) & (d["library_version"] == ""), "library_version"] = (
-                known.pop())
-    d["params"] = d["params"].fillna("{}").astype(str)
-    d["finished"] = d["finished"].fillna("").astype(str)
+    """The typed summary's allreduce rows (``harness.results.summary``), one row per cell (the
+    newest, by ``finished``). Workload rows (a training iteration, ``harness.dnn.workload``)
+    are left out unless ``workloads``."""
+    d = allreduce_rows(typed(df), workloads=workloads)
     ident = ["library", "library_version", "algorithm", "params", "procs", "size", *CONTEXT]
     d = d.sort_values("finished", kind="stable").drop_duplicates(ident, keep="last")
     return d.reset_index(drop=True)
@@ -128,7 +95,7 @@ def auto_vs_best(df: pd.DataFrame) -> pd.DataFrame:
     then ``TABLE_COLUMNS``; times in seconds, throughputs in MiB/s. ``attrs["context"]`` holds
     the context columns that are constant (e.g. ``{"dtype": "float64", ...}``)."""
     d = prepare(df)
-    d = d[d["algorithm"].str.startswith("native:") & ~d["algorithm"].isin(SELECTING)]
+    d = d[d["kind"] == "native"]  # AUTO and the forced algorithms, per delay condition
     ctx = varying(d)
     keys = ["library", "library_version", "procs", *ctx, "size"]
     ok = timed_mask(d)
@@ -154,7 +121,7 @@ def auto_vs_best(df: pd.DataFrame) -> pd.DataFrame:
         if b is not None and b["algorithm"] == AUTO:
             gain_low = gain_high = 1.0  # AUTO is BEST: the gain is 1 by construction
         bad = g[~ok.loc[g.index]].sort_values("algorithm")
-        crowded = row_oversubscribed(a) or row_oversubscribed(b)
+        crowded = is_oversubscribed(a) or is_oversubscribed(b)
         significant = bool(a_timed and b is not None and b["algorithm"] != AUTO and bh < al
                            and not crowded)
         if crowded:

@@ -12,20 +12,11 @@ against AUTO again) all take it from here.
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
-from ..results.store import TIMED  # the statuses whose mean is a time
-
-AUTO = "native:auto"  # the library's own choice
-# the library selecting by a tuning file or its autotuner: never a BEST candidate (not forced)
-SELECTING = ("native:tuned", "native:autotuner")
-
-
-def timed_mask(d: pd.DataFrame) -> pd.Series:
-    """Rows that carry a usable time: status ok/not-converged and a positive finite mean."""
-    mean = pd.to_numeric(d["mean"], errors="coerce")
-    return d["status"].isin(TIMED) & np.isfinite(mean) & (mean > 0)
+from ..cells import SELECTORS as SELECTING  # noqa: F401  (never a BEST candidate: not forced)
+from ..results.store import TIMED  # noqa: F401  (the statuses whose mean is a time)
+from .vocabulary import AUTO, timed_mask  # noqa: F401
 
 
 def fastest(rows: pd.DataFrame) -> pd.Series | None:

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import hashlib
 
-import pandas as pd
 
 from .. import models
-from ..results.store import allreduce_rows
+from ..results.summary import allreduce_rows, load
 
 
 def fit_campaign(summary_csv, library: str = "openmpi", source: str = "native",
@@ -25,7 +24,7 @@ def fit_campaign(summary_csv, library: str = "openmpi", source: str = "native",
     if source == "native" and library != "openmpi":
         raise ValueError(f"library: the Table 1 models are of Open MPI's algorithms; native "
                          f"fits need library 'openmpi', got {library!r}")
-    df = allreduce_rows(pd.read_csv(summary_csv))
+    df = allreduce_rows(load(summary_csv))
     gamma_how = "given"
     if gamma is None:
         gamma, gamma_how = models.measure_gamma(), "measure_gamma (np.add on this machine)"

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..algorithms.guidelines import MOCK_UPS
-from ..results.store import TIMED, allreduce_rows
-from .best import AUTO
+from ..results.summary import allreduce_rows, typed
+from .vocabulary import AUTO, oversubscribed_mask, timed_mask
 
 # the cell's conditions: AUTO on cold buffers (buffers: rotate) is no reference for a mock-up
 # measured on warm ones
@@ -26,22 +26,11 @@ COLUMNS = KEY + ["mock_up", "auto_mean", "auto_ci_low", "auto_ci_high", "mock_me
                  "mock_ci_low", "mock_ci_high", "speedup", "verdict"]
 
 
-def _timed(rows: pd.DataFrame) -> pd.Series:
-    mean = pd.to_numeric(rows["mean"], errors="coerce")
-    return rows["status"].isin(TIMED) & np.isfinite(mean) & (mean > 0)
-
-
 def comparisons(summary: pd.DataFrame) -> pd.DataFrame:
     """One row per cell where AUTO and a mock-up were both measured (see the module doc)."""
-    df = allreduce_rows(summary)
-    df = df[(df["delay"].fillna("none") == "none")].copy()
-    for column in KEY:
-        if column not in df:
-            df[column] = None
-    df["thread_level"] = df["thread_level"].fillna("single")
-    df["timing"] = df["timing"].fillna("percall")
-    df["buffers"] = df["buffers"].fillna("reuse")
-    df = df.assign(_timed=_timed(df), _over=df["oversubscribed"].astype(str).str.lower() == "true")
+    df = allreduce_rows(typed(summary))
+    df = df[df["delay"] == "none"]
+    df = df.assign(_timed=timed_mask(df), _over=oversubscribed_mask(df))
     auto = df[df["algorithm"] == AUTO].drop_duplicates(KEY, keep="last")
     mock = df[df["algorithm"].isin(MOCK_UPS)].drop_duplicates(KEY + ["algorithm"], keep="last")
     if auto.empty or mock.empty:

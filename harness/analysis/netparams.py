@@ -61,7 +61,7 @@ from ..dnn.workload import without
 from ..errors import FitError
 from ..fileio import write_json
 from ..models import maxrate
-from ..results.store import TIMED
+from .vocabulary import timed_mask
 from .fit import fit_campaign
 
 LEVELS = ("socket", "node", "network")
@@ -84,11 +84,7 @@ def _json(text) -> dict:
 
 
 def _timed(df: pd.DataFrame) -> pd.DataFrame:
-    d = df
-    if "status" in d.columns:
-        d = d[d["status"].astype(str).isin(TIMED)]
-    mean = pd.to_numeric(d["mean"], errors="coerce")
-    return d[np.isfinite(mean) & (mean > 0)].assign(mean=mean)
+    return df[timed_mask(df)].assign(mean=pd.to_numeric(df["mean"], errors="coerce"))
 
 
 def pingpong_rows(df: pd.DataFrame) -> pd.DataFrame:

@@ -30,8 +30,9 @@ import numpy as np
 import pandas as pd
 
 from ..results.launches import repetitions
-from ..results.store import allreduce_rows
-from .best import SELECTING, fastest, timed_mask
+from ..results.summary import allreduce_rows, typed
+from .best import fastest
+from .vocabulary import comparable_mask, timed_mask
 from .forecast import (CANDIDATE_COLUMNS, CELL, DEFAULT_SURROGATE, MEASURED_COLUMNS, POINT,
                        checked_surrogate, forecast, layout, time_matrix)
 from .policies import POLICIES, random_cells
@@ -59,15 +60,12 @@ def native_rows(summary: pd.DataFrame, library: str) -> pd.DataFrame:
     if not isinstance(summary, pd.DataFrame):
         raise ValueError(f"summary: got {type(summary).__name__}, expected a pandas DataFrame")
     check_columns(summary, SUMMARY_NEEDS, "summary")
-    rows = allreduce_rows(summary)
+    rows = allreduce_rows(typed(summary))
     libraries = sorted(set(rows["library"].dropna().astype(str)))
     if library not in libraries:
         raise ValueError(f"library: got {library!r}, expected one of the summary's libraries "
                          f"{libraries}")
-    algorithm = rows["algorithm"].astype(str)
-    keep = ((rows["library"] == library) & (rows["delay"].astype(str) == "none")
-            & algorithm.str.startswith("native:") & ~algorithm.isin(SELECTING))
-    return rows[keep]
+    return rows[(rows["library"] == library) & comparable_mask(rows)]
 
 
 def refuse_repeated_cells(timed: pd.DataFrame, library: str) -> None:

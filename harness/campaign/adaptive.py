@@ -45,11 +45,9 @@ import pandas as pd
 import yaml
 
 from .. import fileio, paths
-from ..algorithms import p2p_bench
 from ..analysis import forecast, policies, regret
-from ..analysis.best import SELECTING, timed_mask
+from ..analysis.vocabulary import is_comparable, timed_mask
 from ..analysis.surrogate import TREES, verdict
-from ..dnn import workload
 from ..errors import ConfigError, TuneError
 from ..results import store as results
 from ..results.launches import repetitions
@@ -69,9 +67,7 @@ def candidates(cfg) -> pd.DataFrame:
         sub = type(cfg)(**{**cfg.__dict__, "experiments": (ex,)})
         for run in plan.expand(sub):
             for c in run.cells:
-                if (not c.algorithm.startswith("native:") or c.algorithm in SELECTING
-                        or c.delay != "none" or workload.is_workload(c.params)
-                        or p2p_bench.is_bench(c.algorithm)):
+                if not is_comparable(c):
                     continue
                 rows.append({"library": c.library, "procs": c.procs, "nodes": c.nodes,
                              "size": c.size, "dtype": c.dtype, "algorithm": c.algorithm,

@@ -16,8 +16,7 @@ from __future__ import annotations
 import sys
 
 from .. import fileio
-from ..algorithms import p2p_bench
-from ..dnn import workload
+from ..analysis.vocabulary import AUTO
 from ..measure import preflight
 from ..measure.whatran import whatran
 from . import plan
@@ -29,8 +28,7 @@ def groups(runs) -> dict[str, dict]:
     found: dict[tuple, set] = {}
     for r in runs:
         for c in r.cells:
-            if (c.algorithm != "native:auto" or workload.is_workload(c.params)
-                    or p2p_bench.is_bench(c.algorithm)):
+            if c.algorithm != AUTO or c.kind != "native":
                 continue
             found.setdefault((r.library, c.procs, r.nodes, c.dtype, c.op), set()).add(c.size)
     return {f"{lib}-p{procs}-n{nodes}-{dtype}-{op}":

@@ -41,14 +41,16 @@ import numpy as np
 
 from .. import fileio
 from ..analysis import guidelines, paired
-from ..analysis.best import SELECTING, fastest
+from ..analysis.best import fastest
+from ..analysis.vocabulary import comparable_mask, is_comparable, is_timed
 from ..cells import Run
-from ..dnn import workload
 from ..results import store as results
+from ..results import summary
+from ..results.summary import allreduce_rows
 from ..stats import t_quantile
 from . import plan, runner
 
-USABLE = ("ok", "not-converged")
+USABLE = results.TIMED  # a launch cell whose stats are a time
 VERDICT_TEST = "Student-t interval of the log ratios of paired launch means"
 KEY = ["size", "dtype", "op", "timing", "buffers"]
 LAUNCH_BASE = 100  # launch indices of confirmation runs (campaign launches are 0..R-1)
@@ -65,9 +67,8 @@ def groups(runs) -> dict[str, tuple]:
     for r in runs:
         key = (r.library, r.procs, r.nodes, r.thread_level)
         algs.setdefault(key, set()).update(c.algorithm for c in r.cells
-                                           if (c.algorithm.startswith("native:")
-                                               or c.algorithm in guidelines.MOCK_UPS)
-                                           and not workload.is_workload(c.params))
+                                           if is_comparable(c)
+                                           or c.algorithm in guidelines.MOCK_UPS)
     return {group_name(*k): k for k, a in sorted(algs.items())
             if "native:auto" in a and len(a) > 1}
 
@@ -79,22 +80,16 @@ def _true(v) -> bool:
 def pick(df, library: str, procs: int, nodes: int, thread_level: str) -> list[dict]:
     """Per (size, dtype, op, timing, buffers) of the group: AUTO's and BEST's campaign rows, or why
     there is nothing to confirm."""
-    import pandas as pd
-
+    df = summary.typed(df)
     d = df[(df.library == library) & (df.procs == procs) & (df.nodes == nodes)
-           & (df.thread_level.fillna("single") == thread_level)
-           & df.algorithm.str.startswith("native:") & ~df.algorithm.isin(SELECTING)
-           & (df.delay == "none")]
-    d = d.assign(buffers=d["buffers"].fillna("reuse") if "buffers" in d else "reuse",
-                 timing=d["timing"].fillna("percall") if "timing" in d else "percall")
+           & (df.thread_level == thread_level) & comparable_mask(df)]
     out = []
     for key, g in d.groupby(KEY, sort=True):
         entry = dict(zip(KEY, key), library=library, procs=procs, nodes=nodes,
                      thread_level=thread_level)
         auto = g[g.algorithm == "native:auto"]
         b = fastest(g[g.algorithm != "native:auto"])  # BEST among the forced algorithms
-        if auto.empty or auto.iloc[0].status not in USABLE or not pd.notna(auto.iloc[0]["mean"]) \
-                or b is None:
+        if auto.empty or not is_timed(auto.iloc[0]) or b is None:
             out.append({**entry, "verdict": "no data"})
             continue
         a = auto.iloc[0]
@@ -114,13 +109,11 @@ def pick_guidelines(df, library: str, procs: int, nodes: int, thread_level: str)
     library's own collectives faster than AUTO in the campaign, 95 % intervals apart), each an
     entry to measure again like BEST (``role`` guideline, the mock-up in ``best``): one launch
     per side is no experimental unit, and a launch can land in a slow mode of its own."""
+    df = summary.typed(df)
     table = guidelines.comparisons(df)
     table = table[(table.library == library) & (table.procs == procs) & (table.nodes == nodes)
                   & (table.thread_level == thread_level) & (table.verdict == "violation")]
-    rows = df.assign(thread_level=df["thread_level"].fillna("single"),
-                     timing=df["timing"].fillna("percall"),
-                     buffers=df["buffers"].fillna("reuse") if "buffers" in df else "reuse")
-    rows = rows[rows["delay"].fillna("none") == "none"]
+    rows = df[df["delay"] == "none"]
 
     def cell(v, algorithm):
         same = rows[(rows.algorithm == algorithm)]
@@ -186,11 +179,10 @@ def launch_in_order(store, lib, launches, settings: dict, cfg, label: str, log=p
 
 def run_group(campaign, name: str, out: Path, log=print) -> dict:
     """Confirm one group of ``campaign`` (a ``harness.campaign.workflow.Campaign``); writes ``out``."""
-    import pandas as pd
 
     library, procs, nodes, level = campaign.confirm_groups()[name]
     cfg = campaign.cfg
-    df = results.allreduce_rows(pd.read_csv(campaign.store.summary))
+    df = allreduce_rows(summary.load(campaign.store.summary))
     entries = pick(df, library, procs, nodes, level) + pick_guidelines(df, library, procs, nodes, level)
     todo = [e for e in entries if "verdict" not in e]
     rounds = int(cfg.confirm["rounds"])
@@ -212,7 +204,7 @@ def run_group(campaign, name: str, out: Path, log=print) -> dict:
     for doc in launch_in_order(store, lib, launches, settings, cfg, f"confirm {name}", log):
         for c in doc["cells"]:
             st = c.get("stats") or {}
-            ok = c["status"] in USABLE and st.get("mean")
+            ok = c["status"] in results.TIMED and st.get("mean")
             means[c["cell_id"]].append(float(st["mean"]) if ok else math.nan)
             medians[c["cell_id"]].append(float(st.get("median") or math.nan) if ok else math.nan)
     for e in todo:

@@ -32,10 +32,12 @@ import pandas as pd
 
 from .. import fileio
 from ..analysis.auto_vs_best import auto_vs_best
-from ..analysis.best import SELECTING
+from ..analysis.vocabulary import AUTO, comparable_mask, timed_mask
 from ..errors import TuneError
 from ..libraries import family_of, get_library
 from ..results import store as results
+from ..results import summary
+from ..results.summary import allreduce_rows
 from ..results.view import statistic_view
 from ..tuning import Rule, Table
 
@@ -53,10 +55,7 @@ def load(root: Path, campaign: str, statistic: str = "mean") -> pd.DataFrame:
         have = campaigns(root)
         raise TuneError(f"campaign {campaign!r} has no results ({path} not found); campaigns "
                         f"with results: {', '.join(have) if have else 'none'}")
-    df = results.allreduce_rows(pd.read_csv(path))
-    # conditions a summary from before they existed lacks: the default
-    for col, default in (("timing", "percall"), ("buffers", "reuse")):
-        df[col] = df[col].fillna(default) if col in df else default
+    df = allreduce_rows(summary.load(path))
     return statistic_view(df, statistic)
 
 
@@ -88,8 +87,7 @@ def evidence(df: pd.DataFrame, store_dir: Path) -> tuple[pd.DataFrame, dict]:
     """One row per (library, P, size) of the library's main condition: AUTO, BEST, where the
     verdict comes from, and the decision (``algorithm``: a catalogue name, or "" = AUTO
     kept). Also returns each library's main condition."""
-    d = df[df.algorithm.astype(str).str.startswith("native:")
-           & ~df.algorithm.isin(SELECTING) & (df.delay.fillna("none") == "none")]
+    d = df[comparable_mask(df)]
     if d.empty:
         raise TuneError("the campaign has no native cells without delay: nothing to tune "
                         "(add native:auto and forced native:* algorithms to an experiment)")
@@ -111,8 +109,7 @@ def evidence(df: pd.DataFrame, store_dir: Path) -> tuple[pd.DataFrame, dict]:
         parts.append(dl)
     d = pd.concat(parts)
     table = auto_vs_best(d)
-    forced = d[(d.algorithm != "native:auto") & d.status.isin(("ok", "not-converged"))
-               & d["mean"].notna()].sort_values("mean", kind="stable")
+    forced = d[(d.algorithm != AUTO) & timed_mask(d)].sort_values("mean", kind="stable")
     fastest = forced.groupby(["library", "procs", "size"]).head(1).set_index(
         ["library", "procs", "size"])
     confirmed = _confirmed(store_dir)

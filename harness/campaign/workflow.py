@@ -7,8 +7,7 @@ import hashlib
 import json
 
 from .. import fileio, paths
-from ..algorithms import p2p_bench
-from ..dnn import workload
+from ..analysis.vocabulary import is_comparable
 from ..results import outcome
 from ..results import store as results
 from . import config as _config
@@ -114,9 +113,7 @@ class Campaign:
         algs: dict[str, set] = {}
         for r in self.runs.values():
             for c in r.cells:
-                if (c.algorithm.startswith("native:") and c.delay == "none"
-                        and not workload.is_workload(c.params)
-                        and not p2p_bench.is_bench(c.algorithm)):
+                if is_comparable(c):
                     algs.setdefault(r.library, set()).add(c.algorithm)
         return sorted(lib for lib, a in algs.items() if "native:auto" in a and len(a) > 1)
 

@@ -13,7 +13,7 @@ import pandas as pd
 from ..analysis.auto_vs_best import load_summary, prepare
 from ..analysis.best import timed_mask
 from ..analysis.bound import add_bounds
-from ..results.store import allreduce_rows
+from ..results.summary import allreduce_rows
 from . import style, tables
 
 TITLE = ("Time against the lower bound ceil(log2 P) alpha + 2(P-1)/P n beta + (P-1)/P n gamma "

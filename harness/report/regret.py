@@ -39,7 +39,7 @@ from ..analysis.best import timed_mask
 from ..analysis.forecast import DEFAULT_SURROGATE, SURROGATES, TREES, checked_surrogate
 from ..fileio import atomic_write_text
 from ..results.launches import repetitions
-from ..results.store import allreduce_rows
+from ..results.summary import allreduce_rows
 from . import style, tables
 from .regret_judged import (JUDGED_CAPTION, JUDGED_COLUMNS, JUDGED_SHARES, judge_table,
                             judged_display, judged_panel, judged_rows)

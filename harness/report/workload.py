@@ -86,7 +86,7 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
         r["gain"] = r["auto_mean"] / r["best_mean"] if r["best_mean"] else math.nan
         r["significant"] = bool(a is not None and b is not None and b["algorithm"] != tables.AUTO
                                 and r["best_ci_high"] < r["auto_ci_low"])
-        over = any(tables.row_oversubscribed(x) for x in (a, b))
+        over = any(tables.is_oversubscribed(x) for x in (a, b))
         r["oversubscribed"] = over
         r["verdict"] = ("oversubscribed" if over else "AUTO is BEST" if
                         r["best_algorithm"] == tables.AUTO else "BEST faster" if r["significant"]

@@ -20,8 +20,6 @@ import datetime as _dt
 import json
 from pathlib import Path
 
-from ..algorithms import p2p_bench
-from ..dnn import workload
 from ..errors import StoreError
 from .auto_ran import attach as attach_auto_ran
 from ..fileio import atomic_write_text, read_json, write_json
@@ -382,10 +380,3 @@ def row_json(text) -> dict:
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
-
-
-def allreduce_rows(df, workloads: bool = False):
-    """The summary rows that time one allreduce call: without the workload rows (a training
-    iteration, ``harness.dnn.workload``; kept with ``workloads``) and the ping-pong / local
-    reduction rows (``harness.algorithms.p2p_bench``), which time no allreduce."""
-    return p2p_bench.without(df if workloads else workload.without(df))
