@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 from .. import fileio
 from ..campaign import config, plan, runner
@@ -83,7 +82,7 @@ def cmd_plan(args, parser) -> int:
 def cmd_exec(args, parser) -> int:
     """Execute a rendered run (the workflow's measure step)."""
     spec = fileio.read_json(args.spec)
-    store = results.CampaignStore(Path(args.spec).resolve().parent.parent.parent, spec["campaign"])
+    store = results.CampaignStore.of_spec(args.spec)
     try:
         outcome = runner.execute(store, spec, timeout=args.timeout)
     except OSError as exc:  # a full or read-only file system: one line, nothing half-written

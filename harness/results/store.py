@@ -53,6 +53,12 @@ class CampaignStore:
         self.campaign = campaign
         self.dir = Path(root) / campaign
 
+    @classmethod
+    def of_spec(cls, spec_path) -> "CampaignStore":
+        """The store a run spec (``jobs/<run>.json``, ``job_spec``) belongs to."""
+        jobs = Path(spec_path).resolve().parent
+        return cls(jobs.parent.parent, jobs.parent.name)
+
     def job_script(self, run_id: str) -> Path:
         return self.dir / "jobs" / f"{run_id}.sh"
 
