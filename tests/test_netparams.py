@@ -12,7 +12,7 @@ from conftest import harness
 from harness import models
 from harness.analysis import netparams
 from harness.models import maxrate
-from harness.report import castello_data as cd
+from harness.analysis import castello as cd
 from harness.report import castello_models as cm
 from harness.results.store import SUMMARY_COLUMNS
 

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 from conftest import HARNESS, REPO, execute_run, fast_settings
 
-from harness.report import node_aware, node_aware_data
+from harness.analysis import node_aware as node_aware_data
+from harness.report import node_aware
 
 SIZES = (8, 2048, 65536)
 

@@ -10,7 +10,7 @@ import pandas as pd
 import yaml
 from conftest import REPO
 
-from harness.report import node_aware_data
+from harness.analysis import node_aware as node_aware_data
 
 SNAKEMAKE = [str(Path(sys.executable).parent / "snakemake")]
 FAST_STOP = {"min_reps": 3, "max_reps": 6, "precision": 0.5, "warmup": 1, "time_budget": "20s"}

@@ -10,7 +10,8 @@ import pytest
 from conftest import REPO
 
 from harness.campaign import config, plan
-from harness.report import pap, pap_data
+from harness.analysis import pap as pap_data
+from harness.report import pap
 
 MS = 1e-3
 SIZE = 524288

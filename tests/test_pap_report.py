@@ -7,7 +7,8 @@ import json
 import pandas as pd
 import pytest
 
-from harness.report import pap, pap_data
+from harness.analysis import pap as pap_data
+from harness.report import pap
 
 MS = 1e-3
 

@@ -1,4 +1,4 @@
-"""Model projections past the cluster (harness/report/projection.py and projection_model.py, `harness model project`)."""
+"""Model projections past the cluster (harness/report/projection.py and harness/analysis/projection.py, `harness model project`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from harness import models
 from harness.cli import main
 from harness.models import maxrate
-from harness.report import projection_model as pm
+from harness.analysis import projection as pm
 from harness.results.store import SUMMARY_COLUMNS
 
 

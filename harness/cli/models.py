@@ -190,7 +190,7 @@ def _add_maxrate(msub) -> None:
 
 def cmd_model_project(args, parser) -> int:
     """``harness model project``: the models' predictions up to --max-procs (figures, table)."""
-    from ..report import projection, projection_model, tables  # matplotlib: only when drawn
+    from ..report import projection, tables  # matplotlib: only when drawn
 
     campaign = args.campaign
     store = results.CampaignStore(paths.results_root(), campaign)
@@ -200,7 +200,7 @@ def cmd_model_project(args, parser) -> int:
         parser.error(f"argument --ppn: expected at most --max-procs {args.max_procs}, got {args.ppn}")
     if args.params:
         try:
-            projection_model.load_params(args.params)
+            projection.load_params(args.params)
         except ValueError as exc:
             parser.error(f"argument --params: {exc}")
     try:
@@ -225,7 +225,7 @@ def cmd_model_project(args, parser) -> int:
     print(tables.plain_markdown(projection.HEADER, projection.table_rows(out["table"])))
     for m, f in out["fits"].items():
         print(f"  {format_size(m)}: best grid speedup ~ P^{f['exponent_best_single']:.2f} over the "
-              f"best single, ~ P^{f['exponent_rs']:.2f} over rs (fit over P >= {projection_model.FIT_FROM})")
+              f"best single, ~ P^{f['exponent_rs']:.2f} over rs (fit over P >= {projection.FIT_FROM})")
     for path in out["written"]:
         print(f"wrote {path}")
     return 0

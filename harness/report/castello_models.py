@@ -64,9 +64,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 
 from ..analysis import netparams
-from ..models import maxrate
-from . import style, tables
-from .castello_data import (
+from ..analysis.castello import (
     ALGORITHMS,
     CASTELLO,
     NATIVE,
@@ -79,6 +77,8 @@ from .castello_data import (
     segment_size,
     variants,
 )
+from ..models import maxrate
+from . import style, tables
 
 
 def _n(v) -> str:

@@ -45,10 +45,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..models import maxrate
-from ..results.store import TIMED
-from . import style, tables
-from .node_aware_data import (
+from ..analysis.node_aware import (
     ALGORITHMS,
     NATIVE_SERIES,
     counts_table,
@@ -59,10 +56,11 @@ from .node_aware_data import (
     native_series,
     pivot,
     read_summary,
-    timed_rows,
     times_table,
-    truthy,
 )
+from ..analysis.vocabulary import is_timed, timed_mask
+from ..models import maxrate
+from . import style, tables
 
 LABELS = {"recursive_doubling": "RD", "smp": "SMP", "nap": "NAP"}
 # RD keeps the harness's colour of recursive doubling; SMP takes that of the library's own SMP
@@ -206,8 +204,8 @@ def _figure(d: pd.DataFrame, x: str, path, title: str,
     ``nat`` (``load_native``) hollow and dashed beside them, with a note when they ran on
     another layout than RD/SMP/NAP."""
     style.setup()
-    t = timed_rows(d)
-    tn = timed_rows(nat) if nat is not None and len(nat) else pd.DataFrame(columns=["series"])
+    t = d[timed_mask(d)]
+    tn = nat[timed_mask(nat)] if nat is not None and len(nat) else pd.DataFrame(columns=["series"])
     ppns = sorted(t["ppn"].unique()) or [None]
     fig = Figure(figsize=(3.4 * len(ppns) + 0.6, 5.6), layout="constrained")
     axes = fig.subplots(2, len(ppns), squeeze=False, sharex="col")
@@ -246,8 +244,8 @@ def _figure(d: pd.DataFrame, x: str, path, title: str,
                 ax, s, x, color=c, marker=m, ls=ls, mfc="white", mec=c, label=native_label(series))
             if lay != "real":
                 notes.add(_real_note(n))
-        crowded = crowded or any(truthy(v) for v in g.get("oversubscribed", [])) or any(
-            truthy(v) for v in (n["oversubscribed"] if "oversubscribed" in n else []))
+        crowded = crowded or bool(g["oversubscribed"].any()) or bool(
+            len(n) and n["oversubscribed"].any())
         p = pivot(g, [x]).sort_values(x) if len(g) else pd.DataFrame()
         for col, ref, ls in (("speedup_vs_rd", "recursive_doubling", "-"),
                              ("speedup_vs_smp", "smp", "--")):
@@ -340,7 +338,7 @@ def write_fig1_table(table: pd.DataFrame, base: Path) -> list[Path]:
     rows = []
     for r in table.to_dict("records"):
         mean, ci = (tables.format_time(r["mean"], r["ci_low"], r["ci_high"])
-                    if r["status"] in TIMED else ("", ""))
+                    if is_timed(r) else ("", ""))
         rows.append([style.library_title(r["library"]), _int(r["nodes"]), _int(r["procs"]),
                      mean + (" ‡" if r["oversubscribed"] else ""), ci, _int(r["n"]),
                      str(r["status"])])
@@ -353,7 +351,7 @@ def write_fig1_table(table: pd.DataFrame, base: Path) -> list[Path]:
 def fig1_figure(table: pd.DataFrame, path) -> list[Path]:
     """Time vs P, one line per library (and node count), the 95% CI shaded as the paper
     shades its five runs; oversubscribed points hollow."""
-    t = table[table["status"].isin(TIMED)] if len(table) else table
+    t = table[timed_mask(table)] if len(table) else table
     title = "MPI_Allreduce of one double against P (Bienz et al., Fig. 1)"
     if t.empty:
         return style.placeholder(path, title, "no native:auto cells of 8 B (float64, sum) in "

@@ -38,8 +38,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from ..analysis.pap import GROUP, by_mode, delay_modes, label_order, pap_rows, table3, table4
 from . import style, tables
-from .pap_data import GROUP, by_mode, delay_modes, label_order, pap_rows, table3, table4
 
 COLORS = {"ring": "#a50f15", "rabenseifner": "#08519c", "slt": "#7570b3", "prr": "#1b9e77",
           "slt (online)": "#b07aa1", "prr (online)": "#66a61e", "slt (none)": "#9e9ac8",

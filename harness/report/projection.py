@@ -1,5 +1,5 @@
 """Model projections past the cluster: what the cost models predict up to P = 16,384, drawn and
-tabled (the numbers: ``projection_model.py``).
+tabled (the numbers: ``harness/analysis/projection.py``).
 
 Two questions the measured campaign cannot answer on a few cores, answered from the models
 alone (no contention, no noise, no measurement):
@@ -53,9 +53,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
 from .. import models
-from ..models import maxrate
-from . import style, tables
-from .projection_model import (
+from ..analysis.projection import (
     CURVE_SIZES,
     FIT_FROM,
     MAX_PROCS,
@@ -73,6 +71,8 @@ from .projection_model import (
     projection_frame,
     suara_map,
 )
+from ..models import maxrate
+from . import style, tables
 
 # Table 1 model name -> the Open MPI algorithm, for colours and legends
 NATIVE = {"linear": "native:basic_linear", "nono": "native:nonoverlapping",

@@ -1,5 +1,5 @@
 """What the cost models predict past the cluster, up to P = 16,384 (the numbers behind
-``projection.py``'s figures and table; docs there): the parameters (``load_params``: a file,
+``harness/report/projection.py``'s figures and table; docs there): the parameters (``load_params``: a file,
 the campaign's ``model_params.json``, or the papers'), SUARA2 against the best single
 algorithm over a grid of P and sizes (``suara_map``), RD, SMP and NAP by the max-rate model
 (``node_aware_map``), the region the campaign measured (``measured_suara``,
@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 
 from .. import models, paths
-from ..analysis.auto_vs_best import load_summary
-from ..analysis.best import TIMED, timed_mask
 from ..models import maxrate
-from .node_aware_data import load
+from .auto_vs_best import load_summary
+from .node_aware import load
+from .vocabulary import timed_mask
 
 SUARA = "suara2"
 MAX_PROCS = 16384
@@ -258,10 +258,10 @@ def _region(d: pd.DataFrame) -> Region | None:
                   int(d["size"].max()), len(d))
 
 
-def _timed_undelayed(summary_csv) -> pd.DataFrame:
-    d = load_summary(summary_csv)  # workload rows left out
-    d = d[timed_mask(d)]
-    return d[d["delay"].astype(str).isin(["none", "", "nan"])]
+def _measured_rows(summary_csv) -> pd.DataFrame:
+    """The summary's timed, undelayed allreduce rows (workload rows left out)."""
+    d = load_summary(summary_csv)
+    return d[timed_mask(d) & (d["delay"] == "none")]
 
 
 def measured_suara(summary_csv) -> Region | None:
@@ -269,9 +269,8 @@ def measured_suara(summary_csv) -> Region | None:
     (ok / not-converged) and undelayed. None without a summary or such cells."""
     if summary_csv is None or not Path(summary_csv).is_file():
         return None
-    d = _timed_undelayed(summary_csv)
-    keep = (d["algorithm"] == SUARA) | ((d["library"] == "openmpi")
-                                        & d["algorithm"].str.startswith("native:"))
+    d = _measured_rows(summary_csv)
+    keep = (d["algorithm"] == SUARA) | ((d["library"] == "openmpi") & (d["kind"] == "native"))
     return _region(d[keep])
 
 
@@ -280,13 +279,10 @@ def measured_node_aware(summary_csv) -> dict[int, Region]:
     ``recursive_doubling``, ``smp``, ``nap``; ppn from the record or the ``ppn`` parameter)."""
     if summary_csv is None or not Path(summary_csv).is_file():
         return {}
-
     d = load(summary_csv)
     if d.empty:
         return {}
-    d = d[d["status"].isin(TIMED) & (pd.to_numeric(d["mean"], errors="coerce") > 0)]
-    if "delay" in d:
-        d = d[d["delay"].astype(str).isin(["none", "", "nan"])]
+    d = d[timed_mask(d) & (d["delay"] == "none")]
     return {int(ppn): _region(g) for ppn, g in d.groupby("ppn")}
 
 

@@ -1,7 +1,9 @@
 """The node-aware rows of a summary as tables (Bienz et al.): RD, SMP and NAP per layout, P
 and size (``load``, ``times_table``, ``counts_table``), the libraries' own allreduce beside them
 (``load_native``), each library's AUTO on one double (``fig1_table``, Fig. 1), and the max-rate
-parameters ``harness fit`` wrote (``fitted_params``). Drawn and written by ``node_aware.py``.
+parameters ``harness fit`` wrote (``fitted_params``). Drawn and written by
+``harness/report/node_aware.py``. Every entry reads the typed summary
+(``harness.results.summary``): its defaults, flags and kinds are not decided again here.
 """
 
 from __future__ import annotations
@@ -12,9 +14,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..analysis.netparams import load_maxrate
 from ..libraries import library_sort_key
-from ..results.store import TIMED, row_json
+from ..results.store import row_json
+from ..results.summary import load as typed_summary
+from ..results.summary import typed
+from .netparams import load_maxrate
+from .vocabulary import AUTO, is_timed, timed_mask
 
 ALGORITHMS = ("recursive_doubling", "smp", "nap")
 
@@ -34,16 +39,17 @@ def _from_params(params: dict, procs) -> dict:
 
 
 def read_summary(summary) -> pd.DataFrame:
-    return summary.copy() if isinstance(summary, pd.DataFrame) else pd.read_csv(summary)
+    """The typed summary of ``summary`` (a path or a frame), a copy the caller may change."""
+    return typed(summary).copy() if isinstance(summary, pd.DataFrame) else typed_summary(summary)
 
 
 def load(summary_csv) -> pd.DataFrame:
     """The node-aware rows of a summary, with ``ppn``, ``n_nodes`` and the counts as columns."""
     d = read_summary(summary_csv)
     d = d[d["algorithm"].isin(ALGORITHMS)].copy()
-    rec = d["record"].map(row_json) if "record" in d else pd.Series([{}] * len(d), index=d.index)
+    rec = d["record"].map(row_json)
     # a cell that never finished has no record: its layout and ppn come from its parameters
-    params = d["params"].map(row_json) if "params" in d else pd.Series([{}] * len(d), index=d.index)
+    params = d["params"].map(row_json)
     rec = pd.Series([r if "layout" in r else _from_params(p, procs)
                      for r, p, procs in zip(rec, params, d["procs"])], index=d.index, dtype=object)
     d = d.loc[rec.map(lambda r: "layout" in r).astype(bool)].copy()
@@ -53,25 +59,21 @@ def load(summary_csv) -> pd.DataFrame:
         d[key] = rec.map(lambda r, k=key: r.get(k) if not isinstance(r.get(k), list) else None)
     d["layout"] = rec.map(lambda r: r.get("layout"))
     d = d[pd.to_numeric(d["ppn"], errors="coerce").notna()].copy()
-    for col in ("ppn", "n_nodes", "procs", "size", "mean", "ci_low", "ci_high"):
+    for col in ("ppn", "n_nodes"):
         d[col] = pd.to_numeric(d[col], errors="coerce")
     if d.empty:
         return d
     libs = sorted(d["library"].unique(), key=library_sort_key)
     d = d[d["library"] == libs[0]]
     for col in ("dtype", "op", "delay"):
-        if col in d:
-            d = d[d[col] == d[col].mode().iloc[0]]
-    if "finished" in d:
-        d = d.sort_values("finished")
+        d = d[d[col] == d[col].mode().iloc[0]]
+    d = d.sort_values("finished")
     return d.drop_duplicates(["algorithm", "ppn", "procs", "size"], keep="last").reset_index(drop=True)
 
 
 def without_workloads(d: pd.DataFrame) -> pd.DataFrame:
-    if "params" not in d:
-        return d
-    workload = d["params"].map(lambda t: "workload" in row_json(t)).astype(bool)
-    return d[~workload]  # (bool: an empty object mask would select columns instead of rows)
+    """The rows of a typed summary that are not a training iteration (kind ``workload``)."""
+    return d[d["kind"] != "workload"]
 
 
 def load_native(summary_csv, like: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -82,42 +84,32 @@ def load_native(summary_csv, like: pd.DataFrame | None = None) -> pd.DataFrame:
     the run's node count (1 on one machine) and ``ppn`` P / nodes: the REAL layout the library
     sees."""
     d = without_workloads(read_summary(summary_csv))
-    d = d[d["algorithm"].isin(NATIVE)].copy()
-    if "timing" in d:
-        d = d[d["timing"].fillna("percall") == "percall"]
+    d = d[d["algorithm"].isin(NATIVE) & (d["timing"] == "percall")].copy()
     if d.empty:
         return d.assign(series=pd.Series(dtype=object), ppn=pd.Series(dtype=float),
                         n_nodes=pd.Series(dtype=float), layout=pd.Series(dtype=object))
-    for col in ("procs", "size", "mean", "ci_low", "ci_high"):
-        d[col] = pd.to_numeric(d[col], errors="coerce")
     for col in ("dtype", "op", "delay"):
-        if col in d:
-            ref = like[col] if like is not None and len(like) and col in like else d[col]
-            d = d[d[col] == ref.mode().iloc[0]]
+        ref = like[col] if like is not None and len(like) and col in like else d[col]
+        d = d[d[col] == ref.mode().iloc[0]]
     if like is not None and len(like) and "size" in like:
         # only the sizes the harness rows span: AUTO cells of other experiments (1 MiB, ...)
         # would stretch the size axis past the comparison
         sizes = pd.to_numeric(like["size"], errors="coerce")
         d = d[d["size"].between(sizes.min(), sizes.max())]
-    nodes = pd.to_numeric(d["nodes"], errors="coerce") if "nodes" in d else None
-    d["n_nodes"] = nodes.fillna(1) if nodes is not None else 1
+    d["n_nodes"] = d["nodes"]
     d["ppn"] = d["procs"] / d["n_nodes"]
     d["layout"] = "real"
     d["series"] = d["algorithm"] + "@" + d["library"]
-    if "finished" in d:
-        d = d.sort_values("finished")
+    d = d.sort_values("finished")
     d = d.drop_duplicates(["series", "procs", "n_nodes", "size"], keep="last")
     order = {k: i for i, k in enumerate(NATIVE_SERIES)}
     d["_order"] = d["series"].map(lambda k: order.get(k, len(order)))
     return d.sort_values(["_order", "procs", "size"]).drop(columns="_order").reset_index(drop=True)
 
-def timed_rows(d: pd.DataFrame) -> pd.DataFrame:
-    return d[d["status"].isin(TIMED) & np.isfinite(d["mean"]) & (d["mean"] > 0)]
-
 
 def pivot(d: pd.DataFrame, keys) -> pd.DataFrame:
     """One row per ``keys`` with mean / CI per algorithm and NAP's speedups (NaN if missing)."""
-    t = timed_rows(d)
+    t = d[timed_mask(d)]
     out = t.pivot_table(index=keys, columns="algorithm", values=["mean", "ci_low", "ci_high"],
                         aggfunc="first")
     out.columns = [f"{a}_{v}" for v, a in out.columns]
@@ -191,7 +183,7 @@ def times_table(d: pd.DataFrame, nat: pd.DataFrame | None = None) -> pd.DataFram
                 if r.layout == "real":
                     m = m[np.isclose(m["n_nodes"], float(r.n_nodes))]
                 row = m.iloc[-1] if len(m) else None
-                timed = row is not None and row["status"] in TIMED and math.isfinite(row["mean"])
+                timed = row is not None and is_timed(row)
                 for v in ("mean", "ci_low", "ci_high"):
                     cols[f"{series}_{v}"].append(float(row[v]) if timed else np.nan)
                 cols[f"{series}_status"].append(row["status"] if row is not None else np.nan)
@@ -214,8 +206,6 @@ def native_series(table: pd.DataFrame) -> list[str]:
     order = list(NATIVE_SERIES)
     return sorted(found, key=lambda k: order.index(k) if k in order else len(order))
 
-def truthy(v) -> bool:
-    return str(v).strip().lower() in ("true", "1", "1.0", "yes")
 
 FIG1_SIZE = 8  # one double
 
@@ -227,30 +217,20 @@ def fig1_table(summary_csv) -> pd.DataFrame:
     cols = ["library", "nodes", "procs", "mean", "ci_low", "ci_high", "n", "status",
             "oversubscribed"]
     d = without_workloads(read_summary(summary_csv))
-    d = d[d["algorithm"] == "native:auto"].copy()
-    for col in ("procs", "size", "mean", "ci_low", "ci_high", "n"):
-        if col in d:
-            d[col] = pd.to_numeric(d[col], errors="coerce")
-    d = d[d["size"] == FIG1_SIZE]
+    d = d[(d["algorithm"] == AUTO) & (d["size"] == FIG1_SIZE)].copy()
     for col, want in (("dtype", "float64"), ("op", "sum"), ("delay", "none"),
                       ("timing", "percall")):
-        if col in d:
-            d = d[d[col].fillna(want) == want]
+        d = d[d[col] == want]
     if d.empty:
         return pd.DataFrame(columns=cols)
-    d["nodes"] = pd.to_numeric(d["nodes"], errors="coerce").fillna(1).astype(int) \
-        if "nodes" in d else 1
-    d["oversubscribed"] = d["oversubscribed"].map(truthy) if "oversubscribed" in d else False
-    if "n" not in d:
-        d["n"] = np.nan
-    if "finished" in d:
-        d = d.sort_values("finished")
+    d["nodes"] = d["nodes"].astype(int)
+    d = d.sort_values("finished")
     d = d.drop_duplicates(["library", "nodes", "procs"], keep="last")
     d["_lib"] = d["library"].map(library_sort_key)
     return d.sort_values(["_lib", "nodes", "procs"])[cols].reset_index(drop=True)
 
+
 def fitted_params(summary_csv):
     """The max-rate parameters ``harness fit`` wrote beside the summary
     (``model_params.json``, its ``maxrate`` section), else None (the defaults)."""
-
     return load_maxrate(Path(summary_csv).parent / "model_params.json")

@@ -2,7 +2,7 @@
 and NOVL variants of each algorithm (``parts``, ``variants``), the measured native cells of
 their five algorithms (``measured``), the models beside the measurements (``model_table``) and
 the network parameters of this machine beside the papers' (``params_table``). Drawn and written
-by ``castello_models.py``.
+by ``harness/report/castello_models.py``.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from pathlib import Path
 import pandas as pd
 
 from .. import models
-from ..analysis import netparams
 from ..libraries import get_library
-from . import tables
+from . import netparams
+from .auto_vs_best import prepare
+from .vocabulary import timed_mask
 
 ALGORITHMS = ("RDB", "RSA", "LIN", "RNG", "SRG")
 # Castelló et al.'s algorithms as the native algorithms of each library (Table 2)
@@ -91,9 +92,8 @@ def segment_size(library: str) -> float:
 def measured(df: pd.DataFrame) -> pd.DataFrame:
     """The timed, undelayed native rows of the mapped algorithms, with column ``alg``
     (RDB, ...); op sum and the most frequent dtype."""
-    d = tables.prepare(df)
-    d = d[tables.timed_mask(d)]
-    d = d[(d["delay"] == "none") & (d["max_delay"].fillna(0) == 0)]
+    d = prepare(df)
+    d = d[timed_mask(d) & (d["delay"] == "none") & (d["max_delay"] == 0)]
     names = {(lib, nat): a for lib, m in NATIVE.items() for a, nat in m.items()}
     d = d.assign(alg=[names.get((lib, a)) for lib, a in zip(d["library"], d["algorithm"])])
     d = d[d["alg"].notna()]
@@ -135,7 +135,7 @@ def model_table(meas: pd.DataFrame, doc: dict) -> pd.DataFrame:
                      "ovl_mibs": mibs(r.size, v["OVL"]), "novl_mibs": mibs(r.size, v["NOVL"]),
                      "real_over_theo": real / mibs(r.size, v["THEO"]),
                      "theo_time": v["THEO"], "params_from": f"ping-pong {src}",
-                     "oversubscribed": str(getattr(r, "oversubscribed", "")).lower() == "true"})
+                     "oversubscribed": bool(r.oversubscribed)})
     cols = ["library", "procs", "algorithm", "native", "size", "mean", "real_mibs", "theo_mibs",
             "ovl_mibs", "novl_mibs", "real_over_theo", "theo_time", "params_from", "oversubscribed"]
     t = pd.DataFrame(rows, columns=cols)
@@ -143,6 +143,7 @@ def model_table(meas: pd.DataFrame, doc: dict) -> pd.DataFrame:
         t["_o"] = t["algorithm"].map(ALGORITHMS.index)
         t = t.sort_values(["library", "procs", "_o", "size"]).drop(columns="_o")
     return t.reset_index(drop=True)
+
 
 def params_table(doc: dict) -> pd.DataFrame:
     """The fitted parameters of each library beside Castelló's and SUARA Table 4's."""

@@ -1,7 +1,7 @@
 """The PAP paper's tables as data (Proficz 2018, Tables 3-4): the PAP cells of a summary
 (``pap_rows``), each algorithm against the ring per block, size and max delay (``table3``,
 ``table4``), and the Sect. 3 bound per cell from the raw arrivals (``raw_metrics``,
-``bounds``). Rendered and drawn by ``pap.py``.
+``bounds``). Rendered and drawn by ``harness/report/pap.py``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ import numpy as np
 import pandas as pd
 
 from ..results.store import row_json
-from . import tables
+from ..results.summary import typed
+from .auto_vs_best import prepare
+from .vocabulary import timed_mask
 
 REFERENCE = "ring"
 ORDER = ["ring", "rabenseifner", "slt", "prr"]
@@ -25,9 +27,9 @@ BOUND_COLUMNS = ["lateness", "tail", "Delta", "delta", "delta_source", "bound"]
 def pap_rows(df: pd.DataFrame) -> pd.DataFrame:
     """The PAP cells of a summary with a time, with ``label``, ``knowledge`` and ``mode``
     (the delay mode; ``none`` rows are the max delay 0 of every mode)."""
-    d = tables.prepare(df)
+    d = prepare(df)
     params = d["params"].map(row_json)
-    d = d[params.map(lambda p: "compute" in p) & tables.timed_mask(d)].copy()
+    d = d[params.map(lambda p: "compute" in p) & timed_mask(d)].copy()
     params = d["params"].map(row_json)
     default = d["algorithm"].map(lambda a: "oracle" if a in USES_ARRIVAL else "")
     d["knowledge"] = [p.get("knowledge", k) for p, k in zip(params, default)]
@@ -94,11 +96,10 @@ def bounds(d: pd.DataFrame, metrics: pd.DataFrame, summary: pd.DataFrame | None 
     m = d.merge(metrics, on="cell_id", how="inner")
     probes = pd.DataFrame()
     if summary is not None and len(summary) and "algorithm" in summary.columns:
-        s = summary[summary["algorithm"].astype(str) == "pingpong"].copy()
-        for c in ("size", "mean"):
-            s[c] = pd.to_numeric(s[c], errors="coerce")
-        one = s["params"].map(lambda p: int(row_json(p).get("pairs", 1)) == 1)
-        probes = s[one & tables.timed_mask(s)] if len(s) else s
+        s = typed(summary)
+        s = s[s["algorithm"] == "pingpong"]
+        one = s["params"].map(lambda p: int(row_json(p).get("pairs", 1)) == 1).astype(bool)
+        probes = s[one & timed_mask(s)] if len(s) else s
     rows = []
     for key, g in m.groupby(GROUP + ["size"], sort=True):
         row = dict(zip(GROUP + ["size"], key))
@@ -137,7 +138,7 @@ def table3(df: pd.DataFrame, raw_dir=None) -> pd.DataFrame:
                 ring = float(ref.get(r.max_delay, math.nan))
                 ring_lo = float(refs["ci_low"].get(r.max_delay, math.nan))
                 ring_hi = float(refs["ci_high"].get(r.max_delay, math.nan))
-                crowded = str(getattr(r, "oversubscribed", "")).lower() == "true"
+                crowded = bool(r.oversubscribed)
                 if r.label == REFERENCE:
                     verdict = ""
                 elif crowded:
