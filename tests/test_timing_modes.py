@@ -78,7 +78,7 @@ def test_imb_mode_measures_samples_of_back_to_back_calls(results_root, library):
 
 
 def test_imb_mode_default_iterations_follow_imb():
-    from harness.measure.bench import imb_iterations
+    from harness.measure.modes import imb_iterations
 
     assert imb_iterations(8) == 1000
     assert imb_iterations(2**20) == 40

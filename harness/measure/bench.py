@@ -5,8 +5,11 @@ Per cell: build buffers and the expected result, run the warm-up, then repeat
 {two barriers; compute phase with the cell's delays; time the call; verify} until the
 stopping rule (``harness.stats``) says stop. After each repetition the ranks exchange
 (arrival, finish, verified, elapsed-in-cell) with one Allgather, outside the timed region,
-so every rank takes the same decision on the same data. Rank 0 writes the raw repetitions
-and the run document after every cell, atomically: a run that dies keeps what it finished.
+so every rank takes the same decision on the same data. One loop (``_repeat``) serves both
+timing modes; what a sample is, and what it records, is the mode's (``modes.py``: ``PerCall``,
+``Imb``), and the metric over the ranks is ``modes.over_ranks``, per repetition and for the
+series alike. Rank 0 writes the raw repetitions and the run document after every cell,
+atomically: a run that dies keeps what it finished.
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ import numpy as np
 from .. import fileio, stats
 from ..algorithms import load_plugin
 from ..cells import Cell
-from ..delays import delay_vector
 from ..dnn import workload
 from ..libraries import declare, get_library
 from ..results import store as results
@@ -28,28 +30,21 @@ from .clocksync import LaunchClock
 from .counting import record_counts
 from .launch import (init_mpi, launch_provenance, node_name, oversubscribed, resume, run_or_abort,
                      write_raw)
+from .modes import METRICS, Growing, Imb, PerCall, on_common_clock, over_ranks
 from .placement import CellPlacement
-from .timing import ARRIVAL, EXTRA, FINISH, IN_CELL, OFFSET, VERIFIED, TimedCell
+from .timing import ARRIVAL, FINISH, IN_CELL, VERIFIED, TimedCell
 
-METRICS = ("mean", "max", "min", "span")
-
-
-def imb_iterations(size: int) -> int:
-    """Calls per IMB sample: IMB-MPI1's default ``-iter 1000,40``: 1000, at most 40 MiB of
-    messages (``min(1000, 40 MiB / size)``, at least 1)."""
-    return max(1, min(1000, (40 * 2**20) // max(size, 1)))
-
-
-def _metric_value(metric: str, every: np.ndarray, common_clock: bool, rows=slice(None),
-                  scale: float = 1.0) -> float:
-    every = every[rows]  # the ranks whose times count (all, or a body's, e.g. ping-pong senders)
-    if metric == "span":
-        if not common_clock:
-            return float("nan")
-        return scale * float((every[:, FINISH] + every[:, OFFSET]).max()
-                             - (every[:, ARRIVAL] + every[:, OFFSET]).min())
-    e = (every[:, FINISH] - every[:, ARRIVAL]) * scale
-    return float(e.mean() if metric == "mean" else e.max() if metric == "max" else e.min())
+def _not_applicable(comm, cell: Cell) -> str | None:
+    """Why a forced native algorithm does not run what it names at one of the cell's counts
+    (``None`` when it does, or the cell forces nothing)."""
+    if not cell.algorithm.startswith("native:"):
+        return None
+    native = get_library(cell.library).native(cell.algorithm)
+    counts = (sorted(set(workload.counts(cell.params, cell.dtype)))
+              if workload.is_workload(cell.params) else [cell.count])
+    return next(filter(None, (native.not_applicable(n, comm.Get_size(),
+                                                    np.dtype(cell.dtype).itemsize)
+                              for n in counts)), None)
 
 
 def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None,
@@ -66,101 +61,96 @@ def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None,
         min_reps=settings["min_reps"], max_reps=settings["max_reps"],
         time_budget=settings["time_budget"], kind=settings.get("rule", "student-t"))
     metric = settings.get("metric", "mean")
-    warmup = int(settings.get("warmup", 0))
-    imb = cell.timing == "imb"
-    entry = {"cell_id": cell.cell_id, "cell": cell.to_dict(), "metric": metric, "warmup": warmup,
-             "seed": seed, "timing": cell.timing}
-    if cell.algorithm.startswith("native:"):
-        native = get_library(cell.library).native(cell.algorithm)
-        counts = (sorted(set(workload.counts(cell.params, cell.dtype)))
-                  if workload.is_workload(cell.params) else [cell.count])
-        reason = next(filter(None, (native.not_applicable(n, comm.Get_size(),
-                                                          np.dtype(cell.dtype).itemsize)
-                                    for n in counts)), None)
-        if reason:
-            entry.update(status="failed", error=reason, stats={}, converged=False,
-                         finished=results.now())
-            return entry, None
+    entry = {"cell_id": cell.cell_id, "cell": cell.to_dict(), "metric": metric,
+             "warmup": int(settings.get("warmup", 0)), "seed": seed, "timing": cell.timing}
+    reason = _not_applicable(comm, cell)
+    if reason:
+        entry.update(status="failed", error=reason, stats={}, converged=False,
+                     finished=results.now())
+        return entry, None
     budget = (settings.get("oversubscribed_time_budget") or None) if oversubscribed else None
-    if imb:
-        iterations = int(settings.get("imb_iterations") or imb_iterations(cell.size))
-        limit = stats.rep_limit(rule, cell.size * iterations, settings.get("max_volume"))
-    else:
-        limit = stats.rep_limit(rule, cell.size, settings.get("max_volume"))
+    mode_class = Imb if cell.timing == "imb" else PerCall
+    limit = stats.rep_limit(rule, mode_class.volume(cell, settings), settings.get("max_volume"))
     # before the cell's clock starts: the t table for max_reps = 1e5 takes about a second,
     # which would eat an oversubscribed cell's budget before its first repetition
     running = stats.Running(rule, limit)
     m = TimedCell(comm, cell, settings, seed, algorithm, clock)
-    procs = m.procs
-    if m.body is not None and imb:
-        raise ValueError(f"timing: {cell.algorithm} is timed per repetition, not 'imb'")
-
-    def verdict(every, rep):
-        if (every[:, VERIFIED] < 0).any():
-            return "failed", m.error or "an algorithm call raised on another rank"
-        if (every[:, VERIFIED] == 0).any():
-            ranks = [int(r) for r in np.flatnonzero(every[:, VERIFIED] == 0)]
-            where = f"sample {rep}" if imb else f"repetition {rep}"
-            return "wrong", f"result differs from the reference on ranks {ranks} in {where}"
-        return None, None
-
-    status, error = None, None
-    if imb:  # IMB warms up with max(10, n/10) calls of the loop body; Python needs one more
-        # whole sample before its times settle (the first sample ran 2-4x slower at 4 KiB)
-        for calls in (max(10, iterations // 10), iterations):
-            status, error = verdict(m.imb_batch(calls), "warm-up")
-            if status:
-                break
-    else:
-        for w in range(warmup):  # same path as a measured repetition, own delay draws
-            delays = delay_vector(cell.delay, cell.max_delay, procs, cell.late_rank, seed,
-                                  2**31 + w)
-            status, error = verdict(m.repetition(delays), f"warm-up {w + 1}")
-            if status:
-                break
-
-    no_delay = cell.delay == "none" or cell.max_delay == 0
-    zeros = np.zeros(procs)
-    log = np.empty((64, procs, 6))
-    delay_log = None if no_delay else np.empty((64, procs))
-    estimates, errors = [], []
-    rep = 0
-    while not status:
-        if imb:
-            every = m.imb_batch(iterations)
-        else:
-            delays = zeros if no_delay else delay_vector(cell.delay, cell.max_delay, procs,
-                                                         cell.late_rank, seed, rep)
-            every = m.repetition(delays)
-        if rep == len(log):
-            log = np.concatenate([log, np.empty_like(log)])
-            if delay_log is not None:
-                delay_log = np.concatenate([delay_log, np.empty_like(delay_log)])
-        log[rep] = every
-        if delay_log is not None:
-            delay_log[rep] = delays
-        if m.pap is not None and m.arrival is not None:  # what the algorithm was told
-            a_all = every[:, ARRIVAL] + every[:, OFFSET]
-            estimates.append(m.arrival.tolist())
-            errors.append((m.arrival - a_all).tolist())
-        rep += 1
-        if every[:, VERIFIED].min() < 1.0:  # one cheap test per repetition; details only on failure
-            status, error = verdict(every, rep)
-        if not status:
-            if imb:  # IMB's t_avg / t_max / t_min over the ranks' mean time per call
-                x = every[:, EXTRA]
-                value = float(x.mean() if metric == "mean" else x.max() if metric == "max"
-                              else x.min() if metric == "min" else np.nan)
-            else:
-                value = _metric_value(metric, every, m.common_clock, m.rows, m.scale)
-            running.add(value)
-            status = running.decide(float(every[:, IN_CELL].max()), budget)
-
+    mode = mode_class(m, settings, seed)
+    reps, status, error = _repeat(m, mode, running, metric, budget)
     if m.pap is not None:
-        _record_knowledge(m, errors)
-    record = m.ctx.scratch.get("record")
-    if imb:
-        record = dict(record or {}, imb_iterations=iterations)
+        _record_knowledge(m, reps.errors)
+    record = _record(comm, cell, m, mode, status, oversubscribed)
+    entry.update(**mode.timing(), status=status, error=error, converged=status == "ok",
+                 record=record)
+    log = reps.log()
+    series = {k: over_ranks(k, mode, log) for k in METRICS}
+    if status in ("ok", "not-converged"):
+        # Shapiro-Wilk's p comes from the raw repetitions where the summary is built
+        summaries = {k: stats.summarize(series[k], rule.confidence, normality=False)
+                     for k in METRICS}
+        entry.update(stats=summaries[metric], all_stats=summaries)
+    else:
+        entry["stats"] = {"n": reps.n}
+    entry["finished"] = results.now()
+    return entry, _raw(cell, m, mode, reps, series)
+
+
+class Repetitions:
+    """A cell's samples: every rank's exchange row of each (a preallocated log) and, in a PAP
+    cell, the arrival times handed to the algorithm and their error against the measured."""
+
+    def __init__(self, m: TimedCell):
+        self.m, self.n = m, 0
+        self.rows = Growing(m.procs, 6)
+        self.estimates, self.errors = [], []
+
+    def add(self, every: np.ndarray) -> None:
+        m = self.m
+        self.rows.put(self.n, every)
+        if m.pap is not None and m.arrival is not None:  # what the algorithm was told
+            self.estimates.append(m.arrival.tolist())
+            self.errors.append((m.arrival - on_common_clock(every, ARRIVAL)).tolist())
+        self.n += 1
+
+    def log(self) -> np.ndarray:
+        """The exchange rows so far: repetitions × ranks × 6."""
+        return self.rows.first(self.n)
+
+
+def _verdict(m: TimedCell, every: np.ndarray, where: str):
+    """(status, error) of one sample's exchange rows: failed, wrong, or (None, None)."""
+    if (every[:, VERIFIED] < 0).any():
+        return "failed", m.error or "an algorithm call raised on another rank"
+    if (every[:, VERIFIED] == 0).any():
+        ranks = [int(r) for r in np.flatnonzero(every[:, VERIFIED] == 0)]
+        return "wrong", f"result differs from the reference on ranks {ranks} in {where}"
+    return None, None
+
+
+def _repeat(m: TimedCell, mode, running: stats.Running, metric: str, budget):
+    """The timing loop, one for both modes: the mode's warm-up, then its samples until the
+    stopping rule says stop or a sample is wrong or failed. Returns (repetitions, status,
+    error); every rank takes the same decision on the same exchanged rows."""
+    status, error = None, None
+    for every, label in mode.warm_up():
+        status, error = _verdict(m, every, f"{mode.unit} {label}")
+        if status:
+            break
+    reps = Repetitions(m)
+    while not status:
+        every = mode.sample(reps.n)
+        reps.add(every)
+        if every[:, VERIFIED].min() < 1.0:  # one cheap test per repetition; details only on failure
+            status, error = _verdict(m, every, f"{mode.unit} {reps.n}")
+        if not status:
+            running.add(float(over_ranks(metric, mode, every[None])[0]))
+            status = running.decide(float(every[:, IN_CELL].max()), budget)
+    return reps, status, error
+
+
+def _record(comm, cell: Cell, m: TimedCell, mode, status: str, oversubscribed: bool):
+    """The cell's record: what the algorithm and the mode recorded, and how it was run."""
+    record = mode.record(m.ctx.scratch.get("record"))
     if oversubscribed:
         record = dict(record or {}, oversubscribed=True)
     if m.rotation is not None:  # buffers: rotate: how many slots, and the cache they exceed
@@ -170,51 +160,28 @@ def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None,
     elif m.body is not None:  # not an allreduce: what the body recorded (e.g. the pair level)
         record = dict(record or {}, **m.body.record)
     elif status in ("ok", "not-converged"):  # node layout + message counts: one untimed call
-
         record = record_counts(comm, cell, m.fn, m.send, m.recv, m.op, record)
-    entry.update(sync="imb" if imb else m.sync,
-                 window=m.window if m.sync == "window" and not imb else None, status=status,
-                 error=error, converged=status == "ok", record=record)
-    log = log[:rep]
-    arrivals = log[:, :, ARRIVAL] + log[:, :, OFFSET]
-    finishes = log[:, :, FINISH] + log[:, :, OFFSET]
-    if imb:
-        x = log[:, :, EXTRA]
-        series = {"mean": x.mean(axis=1), "max": x.max(axis=1), "min": x.min(axis=1),
-                  "span": np.full(rep, np.nan)}
-    else:
-        rows, scale = m.rows, m.scale
-        e = (log[:, rows, FINISH] - log[:, rows, ARRIVAL]) * scale
-        series = {"mean": e.mean(axis=1), "max": e.max(axis=1), "min": e.min(axis=1),
-                  "span": (finishes[:, rows].max(axis=1) - arrivals[:, rows].min(axis=1)) * scale
-                  if m.common_clock else np.full(rep, np.nan)}
-    if status in ("ok", "not-converged"):
-        # Shapiro-Wilk's p comes from the raw repetitions where the summary is built
-        summaries = {k: stats.summarize(series[k], rule.confidence, normality=False)
-                     for k in METRICS}
-        entry.update(stats=summaries[metric], all_stats=summaries)
-    else:
-        entry["stats"] = {"n": rep}
-    entry["finished"] = results.now()
-    raw = None
-    if rep:
-        raw = {
-            "cell_id": [cell.cell_id] * rep,
-            "rep": list(range(rep)),
-            **{f"{k}_elapsed": series[k].tolist() for k in METRICS},
-            "epoch": [m.epoch] * rep,  # arrival and finish are seconds after this Unix time
-            "arrival": arrivals.tolist(),  # IMB mode: each rank's sample start and end
-            "finish": finishes.tolist(),
-            "delay": (delay_log[:rep] if delay_log is not None
-                      else np.zeros((rep, procs))).tolist(),
-            # ranks that got the window's start time too late (per-call mode)
-            "late_starts": ([0] * rep if imb else log[:, :, EXTRA].sum(axis=1).astype(int).tolist()),
-        }
-        if imb:
-            raw["iterations"] = [iterations] * rep
-        if estimates:  # PAP cells: the arrival times handed to the algorithm, minus the measured
-            raw.update(arrival_estimate=estimates, estimate_error=errors)
-    return entry, raw
+    return record
+
+
+def _raw(cell: Cell, m: TimedCell, mode, reps: Repetitions, series: dict) -> dict | None:
+    """The cell's raw rows, one per repetition (None without any)."""
+    n = reps.n
+    if not n:
+        return None
+    log = reps.log()
+    raw = {
+        "cell_id": [cell.cell_id] * n,
+        "rep": list(range(n)),
+        **{f"{k}_elapsed": series[k].tolist() for k in METRICS},
+        "epoch": [m.epoch] * n,  # arrival and finish are seconds after this Unix time
+        "arrival": on_common_clock(log, ARRIVAL).tolist(),  # IMB: each rank's sample start
+        "finish": on_common_clock(log, FINISH).tolist(),  # and end
+        **mode.raw_columns(log),  # delay, late_starts (per-call mode), iterations (IMB)
+    }
+    if reps.estimates:  # PAP cells: the arrival times handed to the algorithm, minus the measured
+        raw.update(arrival_estimate=reps.estimates, estimate_error=reps.errors)
+    return raw
 
 
 def _record_knowledge(m: TimedCell, errors: list) -> None:
