@@ -6,7 +6,6 @@ declaration refused before anything is launched."""
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -38,10 +37,18 @@ def write(tmp_path, experiments, libraries, **top):
 
 
 def harness(tmp_path, *args):
-    t0 = time.monotonic()
+    """The command's CompletedProcess and what it launched: the launches that took their turn
+    (harness/turns.py, traced through HARNESS_LAUNCH_TRACE)."""
+    env = env_for(tmp_path)
+    assert env.get("HARNESS_LAUNCH_LOCK")  # set by conftest.py: every launch takes a turn
+    trace = tmp_path / "launches.jsonl"
+    trace.unlink(missing_ok=True)
+    env["HARNESS_LAUNCH_TRACE"] = str(trace)
     out = subprocess.run(HARNESS + [str(a) for a in args], capture_output=True, text=True,
-                         timeout=300, env=env_for(tmp_path), cwd=REPO)
-    return out, time.monotonic() - t0
+                         timeout=300, env=env, cwd=REPO)
+    launched = [json.loads(line)["what"] for line in trace.read_text().splitlines()] \
+        if trace.exists() else []
+    return out, launched
 
 
 def test_two_open_mpi_versions_and_debian_mpich_in_one_campaign(tmp_path):
@@ -129,13 +136,13 @@ def test_a_bad_declaration_is_refused_with_one_line_before_any_launch(tmp_path, 
     site, message = BAD[case]
     cfg = write(tmp_path, {"e": {"libraries": ["bad"], "algorithms": ["native:auto"],
                                  "procs": [2], "sizes": ["8B"]}}, {"bad": site})
-    out, seconds = harness(tmp_path, "run", "--config", cfg, "--library", "bad", "--procs", 2,
-                           "--size", "8B", "--campaign", "refused")
+    out, launched = harness(tmp_path, "run", "--config", cfg, "--library", "bad", "--procs", 2,
+                            "--size", "8B", "--campaign", "refused")
     assert out.returncode == 2, out.stdout + out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], out.stderr
     assert not (tmp_path / "results" / "refused").exists()  # nothing launched, nothing written
-    assert seconds < 60
+    assert launched == []  # refused before anything took its turn to launch
     doctor, _ = harness(tmp_path, "doctor", "--config", cfg, "--library", "bad")
     assert doctor.returncode == 2 and message in doctor.stdout
     wf = subprocess.run(SNAKEMAKE + ["--snakefile", str(REPO / "Snakefile"), "--directory",
@@ -149,10 +156,12 @@ def test_a_bad_declaration_is_refused_with_one_line_before_any_launch(tmp_path, 
 def test_harness_run_measures_the_declared_installation(tmp_path):
     cfg = write(tmp_path, {"e": {"libraries": ["ompi41"], "algorithms": ["native:auto"],
                                  "procs": [2], "sizes": ["8B"]}}, {"ompi41": OMPI41})
-    out, _ = harness(tmp_path, "run", "--config", cfg, "--library", "ompi41", "--procs", 2,
-                     "--size", "1KiB", "--algorithm", "native:ring", "--max-reps", 20,
-                     "--time-budget", "2s", "--campaign", "adhoc")
+    out, launched = harness(tmp_path, "run", "--config", cfg, "--library", "ompi41", "--procs", 2,
+                            "--size", "1KiB", "--algorithm", "native:ring", "--max-reps", 20,
+                            "--time-budget", "2s", "--campaign", "adhoc")
     assert out.returncode == 0, out.stdout + out.stderr
+    # the run's launch is traced: what the refused declarations show none of
+    assert any(what.startswith("run r") for what in launched), launched
     df = pd.read_csv(tmp_path / "results" / "adhoc" / "summary.csv")
     assert list(df.library) == ["ompi41"]
     assert df.library_version[0].startswith("Open MPI v4.1.4")

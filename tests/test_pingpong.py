@@ -124,18 +124,18 @@ def test_a_real_pingpong_gives_a_finite_one_way_time_and_its_level(measured, lib
     for size in (64, 256 * 1024):
         r = _row(df, library, "pingpong", size=size)
         assert r.status in ("ok", "not-converged"), r.error
-        assert math.isfinite(r["mean"]) and 0 < r["mean"] < 0.1
+        assert math.isfinite(r["mean"]) and r["mean"] > 0
         rec = json.loads(r.record)
         assert rec["pairs"] == 1 and rec["level"] in ("socket", "node")  # one machine
         assert isinstance(rec["bound"], bool)
         assert rec["level"] == "node" or rec["bound"]  # an unbound pair is never "socket"
         assert r.algbw == pytest.approx(size / r["mean"])
-    # the repetition's value is half the low rank's round trip: the raw rows say so
-    raw = pd.read_parquet(measured["store"].raw(r.run_id))
-    reps = raw[raw.cell_id == r.cell_id]
-    rt = np.array([f[0] - a[0] for a, f in zip(reps.arrival, reps.finish)])
-    assert np.allclose(reps.mean_elapsed, rt / 2, rtol=1e-6, atol=1e-9)
-    assert r["mean"] == pytest.approx(reps.mean_elapsed.mean())
+        # the repetition's value is half the low rank's round trip: the raw rows say so
+        raw = pd.read_parquet(measured["store"].raw(r.run_id))
+        reps = raw[raw.cell_id == r.cell_id]
+        rt = np.array([f[0] - a[0] for a, f in zip(reps.arrival, reps.finish)])
+        assert np.allclose(reps.mean_elapsed, rt / 2, rtol=1e-6, atol=1e-9)
+        assert r["mean"] == pytest.approx(reps.mean_elapsed.mean())
 
 
 def test_two_concurrent_pairs_at_p4(measured):
@@ -161,8 +161,14 @@ def test_a_corrupted_echo_is_recorded_wrong(measured):
 def test_reduce_local_is_verified_and_timed(measured, library, size):
     r = _row(measured["df"], library, "reduce_local", size=size)
     assert r.status in ("ok", "not-converged"), r.error
-    assert r["dtype"] == "float32" and 0 < r["mean"] < 0.1
+    assert r["dtype"] == "float32" and r["mean"] > 0
     assert json.loads(r.record)["how"] == "MPI.Op.Reduce_local"
+    # the repetition's value is the ranks' mean time from call to return: the raw rows say so
+    raw = pd.read_parquet(measured["store"].raw(r.run_id))
+    reps = raw[raw.cell_id == r.cell_id]
+    took = np.array([np.mean(np.subtract(f, a)) for a, f in zip(reps.arrival, reps.finish)])
+    assert np.allclose(reps.mean_elapsed, took, rtol=1e-6, atol=1e-9)
+    assert r["mean"] == pytest.approx(reps.mean_elapsed.mean())
 
 
 def test_rows_stay_out_of_the_allreduce_reports(measured):
