@@ -4,6 +4,8 @@
   marker, the same in every figure. Known names have a fixed colour in ``COLORS`` (append-only);
   unknown names get a colour derived from a hash of the name (stable across runs and
   machines, but it may resemble another one). ``native:auto`` (AUTO) is always black.
+- ``library_color(library)`` / ``library_marker(library)``: the same for the lines of a
+  library (``LIBRARY_COLORS``).
 - ``short(name)``: the abbreviation used in BEST labels (``native:ring`` -> ``RNG``).
 - ``setup()``: paper-ready rcParams (readable sizes, no top/right spines, embedded TrueType).
 - ``save(fig, path_without_ext)``: writes ``.png`` (150 dpi) and ``.pdf``, each atomically.
@@ -54,6 +56,9 @@ COLORS = {
     "ring": "#a50f15", "recursive_doubling": "#006d2c", "rabenseifner": "#08519c",
     "reduce_scatter_allgather": "#54278f", "binomial": "#525252", "suara": "#cc4c02",
     "suara2": "#ce1256",
+    # node-aware (Bienz et al.), PAP (Proficz), the tuned selection and Intel MPI's autotuner
+    "smp": "#5b3a29", "nap": "#e6550d", "slt": "#7570b3", "prr": "#1b9e77",
+    "native:tuned": "#c51b7d", "native:autotuner": "#6a3d9a",
 }
 KNOWN_ALGORITHMS = list(COLORS)
 
@@ -71,6 +76,9 @@ _ABBREV = {
 }
 
 LIBRARY_TITLES = {"mpich": "MPICH", "openmpi": "Open MPI", "impi": "Intel MPI"}
+# one colour and marker per library, where the lines are libraries (ping-pong, cross-library)
+LIBRARY_COLORS = {"mpich": "#1f77b4", "openmpi": "#d62728", "impi": "#2ca02c"}
+LIBRARY_MARKERS = {"mpich": "o", "openmpi": "s", "impi": "D"}
 
 
 def _index(name: str) -> int | None:
@@ -127,6 +135,15 @@ def long_label(name: str) -> str:
     if name.startswith("native:"):
         return f"{short(name)}: {name.split(':', 1)[1]}"
     return name
+
+
+def library_color(library: str) -> str:
+    """The colour of a library's lines; another installation's is derived from its name."""
+    return LIBRARY_COLORS.get(library) or color(f"library:{library}")
+
+
+def library_marker(library: str) -> str:
+    return LIBRARY_MARKERS.get(library) or marker(f"library:{library}")
 
 
 def library_title(library: str) -> str:
