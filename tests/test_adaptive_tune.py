@@ -64,7 +64,7 @@ class Fake:
 
         def measure(driver, doc):
             if fake.interrupt_after is not None and len(fake.measured_rounds) >= fake.interrupt_after:
-                raise KeyboardInterrupt
+                raise KeyboardInterrupt(f"test interrupt before measuring round {doc['round']}")
             ids = [c for lib in doc["libraries"].values() for c in lib["cells"]]
             again = doc["round"] in fake.measured_rounds  # resumed: its missing launches only
             assert again or not set(ids) & set(fake.done), "a cell measured twice"
@@ -79,7 +79,8 @@ class Fake:
                 (driver.store.dir / "runs" / f"{run.run_id}.json").touch()
             if fake.cut_short == doc["round"]:
                 fake.cut_short = None
-                raise KeyboardInterrupt
+                raise KeyboardInterrupt(f"test interrupt: round {doc['round']}'s later launches "
+                                        f"cut short")
 
         def measured(driver):
             rows = driver.cells[driver.cells["cell_id"].isin(fake.done)].copy()
@@ -160,7 +161,7 @@ def test_an_interrupted_driver_resumes_from_its_rounds(tmp_path, results, monkey
     path = write(tmp_path)
     fake = Fake(interrupt_after=1).install(monkeypatch)
     driver = adaptive.Driver(path, "ad", budget=30, batch=6, trees=20, log=lambda _: None)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt, match=r"^test interrupt before measuring round 2$"):
         driver.run()
     assert [r["round"] for r in driver.rounds()] == [1, 2]  # round 2 chosen, not measured
     round2 = driver.rounds()[1]["libraries"]["mpich"]["cells"]
@@ -183,7 +184,7 @@ def test_a_round_whose_later_launches_were_cut_short_is_measured_again(tmp_path,
     path = write(tmp_path, stopping={**FAST_STOP, "launches": 2})
     fake = Fake(cut_short=1).install(monkeypatch)
     driver = adaptive.Driver(path, "ad", budget=30, batch=6, trees=20, log=lambda _: None)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt, match=r"^test interrupt: round 1's later launches cut short$"):
         driver.run()
     first = driver.rounds()[0]
     runs = driver.planned_runs(first)
@@ -234,7 +235,7 @@ def test_bad_input_names_the_argument(tmp_path, results, capsys):
     path = write(tmp_path)
 
     def error(*argv):
-        with pytest.raises(SystemExit) as exc:
+        with pytest.raises(SystemExit, match=r"^2$") as exc:
             main(["tune", "ad", "--adaptive", "--configfile", str(path), *argv])
         assert exc.value.code == 2
         return capsys.readouterr().err.strip()
@@ -250,7 +251,7 @@ def test_bad_input_names_the_argument(tmp_path, results, capsys):
     assert "argument --surrogate: invalid choice: 'tree'" in error("--budget", "3", "--surrogate",
                                                                     "tree")
     missing = tmp_path / "nope.yaml"
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit, match=r"^2$"):
         main(["tune", "ad", "--adaptive", "--budget", "3", "--configfile", str(missing)])
     assert f"argument --configfile: {missing}: no such config file" in capsys.readouterr().err
     adaptive_cfg = write(tmp_path, name="mode", tune={"mode": "adaptive", "budget": 4})

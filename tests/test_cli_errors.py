@@ -148,7 +148,7 @@ def test_the_memory_check_counts_three_buffers_per_rank(results_root, monkeypatc
     assert main(["run", "--procs", "2", "--size", "1MiB", "--dry-run"]) == 0
     assert "#!" in capsys.readouterr().out
     _available(monkeypatch, 3 * 2**20 * 2 - 1)
-    with pytest.raises(SystemExit) as exc:
+    with pytest.raises(SystemExit, match=r"^2$") as exc:
         main(["run", "--procs", "2", "--size", "1MiB", "--dry-run"])
     assert exc.value.code == 2
     err = capsys.readouterr().err
@@ -172,7 +172,7 @@ def test_a_campaign_cell_run_again_here_is_checked_too(results_root, tmp_path, m
 
     cfg, cell = _campaign(tmp_path, "local")
     _available(monkeypatch, 2**20)
-    with pytest.raises(SystemExit) as exc:
+    with pytest.raises(SystemExit, match=r"^2$") as exc:
         main(["run", "--campaign", "m", "--cell", cell, "--configfile", str(cfg)])
     assert exc.value.code == 2
     err = capsys.readouterr().err
@@ -186,7 +186,7 @@ def test_a_slurm_campaign_cell_is_not_checked_against_this_machine(results_root,
 
     cfg, cell = _campaign(tmp_path, "srun")
     _available(monkeypatch, 2**20)
-    with pytest.raises(SystemExit) as exc:  # it gets past the memory check to the campaign's
+    with pytest.raises(SystemExit, match=r"^2$") as exc:  # it gets past the memory check to the campaign's
         main(["run", "--campaign", "m", "--cell", cell, "--configfile", str(cfg)])
     assert exc.value.code == 2
     err = capsys.readouterr().err

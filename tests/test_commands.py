@@ -125,7 +125,7 @@ def test_dnn_compute_times_an_iteration_on_this_cpu(capsys):
 
 
 def test_dnn_compute_refuses_a_batch_of_zero(capsys):
-    with pytest.raises(SystemExit) as exc:
+    with pytest.raises(SystemExit, match=r"^2$") as exc:
         main(["dnn", "compute", "--batch", "0"])
     assert exc.value.code == 2 and "--batch" in capsys.readouterr().err
 

@@ -1,6 +1,7 @@
 """Config checking and plan expansion: each mistake fails before any job, naming the key path."""
 
 import copy
+import re
 
 import pytest
 import yaml
@@ -75,7 +76,7 @@ MISTAKES = [
 @pytest.mark.parametrize("path,value,expected", MISTAKES)
 def test_mistake_names_the_key_path(path, value, expected):
     doc = with_change(path, value)
-    with pytest.raises(config.ConfigError) as err:
+    with pytest.raises(config.ConfigError, match=r"^cfg\.yaml: .*" + re.escape(expected)) as err:
         plan.expand(config.validate(doc, source="cfg.yaml"))
     msg = str(err.value)
     assert msg.startswith("cfg.yaml: ")
@@ -167,7 +168,9 @@ def test_a_local_launch_past_four_ranks_per_core_is_refused(tmp_path):
     big = 4 * (os.cpu_count() or 1) + 1
     doc = copy.deepcopy(BASE)
     doc["experiments"]["e"]["procs"] = [2, big]
-    with pytest.raises(config.ConfigError) as exc:
+    with pytest.raises(config.ConfigError, match=rf"experiments\.e\.procs\[1\]: {big} ranks on "
+                       r"this machine's \d+ cores is more than 4 per core; set "
+                       r"experiments\.e\.oversubscribe: true") as exc:
         config.validate(doc)
     msg = str(exc.value)
     assert f"experiments.e.procs[1]: {big} ranks" in msg and "oversubscribe: true" in msg

@@ -3,6 +3,7 @@ real training under Open MPI at P = 2 with ring, SLT and PRR (the loss falls, th
 with identical parameters), a wrong allreduce is an error, and Table 5 from the executions."""
 
 import copy
+import re
 
 import pytest
 from conftest import PLUGIN
@@ -57,7 +58,7 @@ def test_parameter_count():
     ({"colour": "blue"}, "unknown key(s) 'colour'"),
 ])
 def test_config_error_names_the_key(change, where):
-    with pytest.raises(config.ConfigError) as err:
+    with pytest.raises(config.ConfigError, match=re.escape(where)) as err:
         cfg_with({**QUICK, **change})
     assert where in str(err.value)
 

@@ -229,7 +229,7 @@ def test_command(tmp_path, capsys):
     assert rc == 0
     assert "| ResNet-50 |" in out and "| VGG-11 |" in out and "AlexNet |" not in out
     assert (tmp_path / "f" / "dnn_fig7.pdf").exists()
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit, match=r"^2$"):
         _run(["dnn", "traces", "--models", "resnet18"])
     assert "valid: alexnet" in capsys.readouterr().err
 

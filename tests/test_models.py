@@ -112,14 +112,14 @@ def test_P1_costs_nothing(alg):
 
 
 def test_unknown_algorithm():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"unknown algorithm 'bogus'; expected one of "):
         cost("bogus", 4, 1024, PP)
 
 
 def test_per_algorithm_parameters_used():
     p = Params(ab={"rd": (1e-5, 1e-9), "rs": (A, B)}, gamma=G)
     assert cost("rd", 4, 100, p) == pytest.approx(2 * (1e-5 + 1e-9 * 100 + G * 100))
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError, match=r"no \(alpha, beta\) for algorithm 'rab'; have \['rd', 'rs'\]"):
         cost("rab", 4, 100, p)
 
 

@@ -45,7 +45,7 @@ def test_duplicate_registration_raises():
 
 
 def test_unknown_algorithm_lists_valid_names():
-    with pytest.raises(KeyError) as info:
+    with pytest.raises(KeyError, match=r"unknown algorithm 'no_such_algorithm'; valid: ") as info:
         resolve("no_such_algorithm")
     message = str(info.value)
     assert "no_such_algorithm" in message

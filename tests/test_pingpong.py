@@ -4,6 +4,7 @@ echo, pair level), kept out of the allreduce reports, reported as Castelló et a
 
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -53,7 +54,7 @@ def test_a_pingpong_experiment_plans_one_cell_per_pairs_and_size():
     ({"timing": "imb"}, "experiments.pp: timing: pingpong is timed per repetition"),
 ])
 def test_bad_pingpong_config_names_the_parameter(experiment, message):
-    with pytest.raises(config.ConfigError) as exc:
+    with pytest.raises(config.ConfigError, match=re.escape(message)) as exc:
         plan.expand(_cfg(**experiment))
     assert message in str(exc.value)
 

@@ -202,7 +202,7 @@ def test_command_writes_files_and_rejects_bad_params(tmp_path, monkeypatch, caps
                         [["--campaign", "nosuch"], ["argument --campaign", "nosuch"]],
                         [["--ppn", "1"], ["argument --ppn", "1"]],
                         [["--ppn", "64", "--max-procs", "32"], ["argument --ppn", "32"]]):
-        with pytest.raises(SystemExit) as exc:
+        with pytest.raises(SystemExit, match=r"^2$") as exc:
             main(["model", "project", *argv])
         assert exc.value.code == 2
         err = capsys.readouterr().err

@@ -138,7 +138,7 @@ def test_judge_times_every_choice_in_another_campaign(roots, capsys):
     assert (figures / "truth" / "regret_mpich.png").stat().st_size > 0
     for argv, says in ((["--judge", "truth"], "argument --judge: got 'truth', the campaign itself"),
                        (["--judge", "nope"], "argument --judge: campaign 'nope' has no results")):
-        with pytest.raises(SystemExit):
+        with pytest.raises(SystemExit, match=r"^2$"):
             main(["tune", "truth", "--regret", *argv])
         assert says in capsys.readouterr().err
 
@@ -199,7 +199,7 @@ def test_bad_input_names_the_argument_the_value_and_what_was_expected(roots, cap
     store(results, small_summary(), "other")
 
     def error(*argv):
-        with pytest.raises(SystemExit) as exc:
+        with pytest.raises(SystemExit, match=r"^2$") as exc:
             main(["tune", *argv])
         assert exc.value.code == 2
         return capsys.readouterr().err.strip()
@@ -260,7 +260,7 @@ def test_compare_sets_two_tunings_side_by_side_at_the_truths_points(roots, capsy
     assert (p2.loc[~ring_best, "cost"] > 0).all()
     assert (got.loc[got["procs"] != 2, ["exhaustive", "other"]] == "native:auto").all().all()
     assert f"mpich: the same algorithm at {int(got['same'].sum())} of 24 points" in out
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit, match=r"^2$"):
         main(["tune", "truth", "--compare", "nope"])
     assert "argument --compare: campaign 'nope' has no results" in capsys.readouterr().err
 
@@ -323,6 +323,6 @@ def test_a_truth_pooled_from_several_campaigns(roots, capsys):
     for argv, says in ((["--pool", "truth"], "argument --pool: got 'truth', the campaign itself"),
                        (["--pool", "later", "--judge", "later"], "got 'later', also a judge"),
                        (["--pool", "nope"], "argument --pool: campaign 'nope' has no results")):
-        with pytest.raises(SystemExit):
+        with pytest.raises(SystemExit, match=r"^2$"):
             main(["tune", "truth", "--regret", *argv])
         assert says in capsys.readouterr().err

@@ -142,14 +142,14 @@ def test_condition_string_and_files(tmp_path):
     with pytest.raises(ValueError, match="overlapping"):
         impi.condition_string(Table("impi", (Rule(1, None, 0, 100, "ring"),
                                              Rule(1, None, 50, None, "ring_alt"))), lib)
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError, match=r"'no_such' is not a forced algorithm of the impi catalogue"):
         impi.condition_string(Table("impi", (Rule(1, None, 0, None, "no_such"),)), lib)
 
     assert impi.autotuner_env(3, 2) == {
         "I_MPI_TUNING_MODE": "auto", "I_MPI_TUNING_AUTO": "1",
         "I_MPI_TUNING_AUTO_ITER_NUM": "3", "I_MPI_TUNING_AUTO_WARMUP_ITER_NUM": "2",
         "I_MPI_TUNING_AUTO_ITER_POLICY": "0", "I_MPI_TUNING_AUTO_SYNC": "1"}
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"iterations >= 1 and warmup >= 0 needed, not 0, 1"):
         impi.autotuner_env(0, 1)
 
 

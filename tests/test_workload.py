@@ -2,6 +2,7 @@
 (harness/dnn/workload.py), planned from the config, measured under real MPI, reported."""
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -62,7 +63,7 @@ def test_workload_counts_tile_the_buffer_in_call_order():
     ({}, "experiments.dnn: 'sizes' is missing (required unless the experiment has a workload)"),
 ])
 def test_bad_workload_config_names_the_key(experiment, message):
-    with pytest.raises(config.ConfigError) as exc:
+    with pytest.raises(config.ConfigError, match=re.escape(message)) as exc:
         _cfg(**experiment)
     assert message in str(exc.value)
 
