@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from harness import models
+from harness.analysis.vocabulary import timed_mask
 from harness.models import (
     ALL6,
     Params,
@@ -263,14 +264,17 @@ def test_fit_recovers_alpha_beta(alg):
     assert r2 > 0.99
 
 
-def test_fit_ignores_bad_status_and_P1():
+def test_fit_of_the_timed_rows_ignores_bad_status_and_P1():
+    """The rows a fit sees are the summary's timed ones (harness.analysis.fit chooses them by
+    the vocabulary's timed_mask); P = 1 rows the fit drops itself."""
     df = _synthetic("rs", 1.5e-6, 6.25e-11)
     bad = df.head(5).copy()
     bad["mean"] = 10.0
     bad["status"] = "wrong"
     one = df.head(3).copy()
     one["procs"] = 1
-    a, b, _r2, n = fit(pd.concat([df, bad, one]), "rs", gamma=G, m_s=MS)
+    rows = pd.concat([df, bad, one])
+    a, b, _r2, n = fit(rows[timed_mask(rows)], "rs", gamma=G, m_s=MS)
     assert n == len(df)
     assert rel(a, 1.5e-6) < 0.05 and rel(b, 6.25e-11) < 0.05
 

@@ -1,6 +1,6 @@
 """The Hockney models fitted to a campaign's summary (Nuriyev et al., Sect. 5): the summary's
-allreduce rows of Open MPI's six forcible algorithms (or the harness's own) regressed over P
-and message size (``harness.models.fit_all``)."""
+allreduce rows of Open MPI's six forcible algorithms (or the harness's own) that carry a time,
+undelayed, regressed over P and message size (``harness.models.fit_all``)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import hashlib
 
 from .. import models
 from ..results.summary import allreduce_rows, load
+from .vocabulary import timed_mask
 
 
 def fit_campaign(summary_csv, library: str = "openmpi", source: str = "native",
@@ -25,6 +26,8 @@ def fit_campaign(summary_csv, library: str = "openmpi", source: str = "native",
         raise ValueError(f"library: the Table 1 models are of Open MPI's algorithms; native "
                          f"fits need library 'openmpi', got {library!r}")
     df = allreduce_rows(load(summary_csv))
+    # the cells that carry a time, undelayed (delay mode none, or a max delay of 0)
+    df = df[timed_mask(df) & ((df["delay"] == "none") | (df["max_delay"] == 0))]
     gamma_how = "given"
     if gamma is None:
         gamma, gamma_how = models.measure_gamma(), "measure_gamma (np.add on this machine)"

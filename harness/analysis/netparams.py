@@ -57,12 +57,12 @@ import numpy as np
 import pandas as pd
 
 from .. import models
-from ..dnn.workload import without
 from ..errors import FitError
 from ..fileio import write_json
 from ..models import maxrate
-from .vocabulary import timed_mask
+from ..results.summary import typed
 from .fit import fit_campaign
+from .vocabulary import timed_mask
 
 LEVELS = ("socket", "node", "network")
 PREFERRED_LIBRARY = "openmpi"
@@ -83,8 +83,10 @@ def _json(text) -> dict:
     return {}
 
 
-def _timed(df: pd.DataFrame) -> pd.DataFrame:
-    return df[timed_mask(df)].assign(mean=pd.to_numeric(df["mean"], errors="coerce"))
+def _probe_rows(df: pd.DataFrame, algorithm: str) -> pd.DataFrame:
+    """The rows of ``algorithm`` that carry a time (``timed_mask``), their mean a number."""
+    d = df[df["algorithm"] == algorithm]
+    return d[timed_mask(d)].assign(mean=lambda x: pd.to_numeric(x["mean"], errors="coerce"))
 
 
 def pingpong_rows(df: pd.DataFrame) -> pd.DataFrame:
@@ -92,7 +94,7 @@ def pingpong_rows(df: pd.DataFrame) -> pd.DataFrame:
     ``params``; pairs default 1)."""
     if "algorithm" not in df.columns:
         return df.iloc[0:0]
-    d = _timed(df[df["algorithm"] == "pingpong"])
+    d = _probe_rows(df, "pingpong")
     rec = d["record"].map(_json) if "record" in d.columns else pd.Series([{}] * len(d), index=d.index)
     par = d["params"].map(_json) if "params" in d.columns else pd.Series([{}] * len(d), index=d.index)
     level = [str(r.get("level", "")) or None for r in rec]
@@ -104,7 +106,7 @@ def pingpong_rows(df: pd.DataFrame) -> pd.DataFrame:
 def reduce_local_rows(df: pd.DataFrame) -> pd.DataFrame:
     if "algorithm" not in df.columns:
         return df.iloc[0:0]
-    d = _timed(df[df["algorithm"] == "reduce_local"])
+    d = _probe_rows(df, "reduce_local")
     return d.assign(size=pd.to_numeric(d["size"], errors="coerce"))
 
 
@@ -112,12 +114,12 @@ def kinds(df: pd.DataFrame) -> dict:
     """Which cell kinds a summary frame has: ``pingpong``, ``reduce_local``, ``native``
     (native allreduce cells, workloads left out)."""
 
-    alg = df["algorithm"].astype(str) if "algorithm" in df.columns else pd.Series([], dtype=str)
-    nat = without(df)
-    return {"pingpong": bool((alg == "pingpong").any()),
-            "reduce_local": bool((alg == "reduce_local").any()),
-            "native": bool(nat["algorithm"].astype(str).str.startswith("native:").any())
-            if len(nat) else False}
+    if "algorithm" not in df.columns or not len(df):
+        return {"pingpong": False, "reduce_local": False, "native": False}
+    d = typed(df)
+    return {"pingpong": bool((d["algorithm"] == "pingpong").any()),
+            "reduce_local": bool((d["algorithm"] == "reduce_local").any()),
+            "native": bool((d["kind"] == "native").any())}
 
 
 # --------------------------------------------------------------------------- fits

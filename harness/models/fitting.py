@@ -27,9 +27,10 @@ def fit(df, algorithm: str, gamma: float = PAPER_GAMMA, m_s: float = PAPER_MS,
         weighting: str = "relative") -> tuple[float, float, float, int]:
     """Fit (alpha, beta) of ``algorithm`` (a model name, e.g. "rs") to measured means.
 
-    ``df`` has columns ``procs``, ``size`` (bytes per process) and ``mean`` (s); if it has a
-    ``status`` column only ``ok`` / ``not-converged`` rows are used; rows with procs < 2 are
-    dropped (they carry no information). For each cell, with ``(A, B, G) = coefficients(...)``:
+    ``df`` has columns ``procs``, ``size`` (bytes per process) and ``mean`` (s): rows that
+    carry a time, chosen by the caller (``harness.analysis.vocabulary.timed_mask``, as
+    ``harness.analysis.fit`` does); rows with procs < 2 or no finite mean are dropped (they
+    carry no information). For each cell, with ``(A, B, G) = coefficients(...)``:
     ``mean - gamma*G ~= alpha*A + beta*B``, solved by non-negative least squares
     (scipy.optimize.nnls). ``weighting="relative"`` (default) divides every row by its
     measured mean, i.e. minimises relative errors: times span orders of magnitude and an
@@ -39,10 +40,7 @@ def fit(df, algorithm: str, gamma: float = PAPER_GAMMA, m_s: float = PAPER_MS,
     communication part (mean - gamma*G) against its prediction, unweighted; n the rows used."""
     from scipy.optimize import nnls
 
-    d = df
-    if "status" in d.columns:
-        d = d[d["status"].isin(["ok", "not-converged"])]
-    d = d[(d["procs"] >= 2) & np.isfinite(d["mean"].astype(float))]
+    d = df[(df["procs"] >= 2) & np.isfinite(df["mean"].astype(float))]
     n = len(d)
     if n < 2:
         raise ValueError(f"need at least 2 usable cells to fit {algorithm!r}, got {n}")
@@ -84,22 +82,17 @@ def fit_all(summary_df, algorithm_map: Mapping[str, str], gamma: float, m_s: flo
             library: str | None = None) -> Params:
     """Fit every model algorithm named in ``algorithm_map`` (summary name -> model name, e.g.
     ``{"native:ring": "rnos", "native:segmented_ring": "rs"}``; several summary names may map
-    to one model name and are then pooled) from a ``summary.csv`` frame (columns
-    ``algorithm, procs, size, mean, status``; only ``ok`` / ``not-converged`` rows; if a
-    ``delay`` column exists only undelayed rows: delay mode "none"/empty, or max_delay 0).
+    to one model name and are then pooled) from the rows of a summary that carry a time
+    (columns ``algorithm, procs, size, mean``; which rows, timed and undelayed, is the
+    caller's choice: ``harness.analysis.fit``).
     ``library`` (optional) keeps only rows of that ``library`` column value; otherwise rows of
     all libraries with a mapped name are pooled. Model algorithms without usable rows are
     left out of the result. Fit quality goes to ``provenance["fits"]``."""
     import datetime as _dt
 
     d = summary_df
-    if "status" in d.columns:
-        d = d[d["status"].isin(["ok", "not-converged"])]
     if library is not None:
         d = d[d["library"] == library]
-    if "delay" in d.columns:
-        d = d[d["delay"].isna() | d["delay"].astype(str).isin(["none", "", "0", "0.0"])
-              | (d["max_delay"].fillna(0).astype(float) == 0 if "max_delay" in d.columns else False)]
     by_model: dict[str, list[str]] = {}
     for name, model in algorithm_map.items():
         if model not in ALL6:

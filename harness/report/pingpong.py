@@ -14,7 +14,7 @@ bytes. Outputs:
   reduction's bytes/s against the size (the gamma of the models).
 
 Failed, wrong and timeout cells are listed in the table without a time; oversubscribed rows
-are marked and carry no claim.
+are marked and carry no claim. The rows: ``harness/analysis/pingpong.py``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..results.store import TIMED, row_json
+from ..analysis.pingpong import rows
+from ..analysis.vocabulary import is_timed
 from ..units import format_size, format_time
 from . import style, tables
 
@@ -51,30 +52,6 @@ def _rate(bps: float) -> str:
     return f"{bps / 2**10:.1f} KiB/s"
 
 
-def rows(df: pd.DataFrame) -> pd.DataFrame:
-    """The summary's ``pingpong`` and ``reduce_local`` rows, newest per cell, with ``level``,
-    ``pairs`` and ``bytes_per_s`` (size / mean) as columns."""
-    d = df[df["algorithm"].astype(str).isin(("pingpong", "reduce_local"))].copy()
-    if d.empty:
-        return d.assign(level=[], pairs=[], bytes_per_s=[])
-    if "finished" in d.columns:
-        d = d.sort_values("finished", na_position="first").drop_duplicates("cell_id", keep="last")
-    rec = d["record"].map(row_json)
-    par = d["params"].map(row_json)
-    d["level"] = [("local" if a == "reduce_local" else r.get("level", ""))
-                  for a, r in zip(d["algorithm"], rec)]
-    d["bound"] = [r.get("bound") for r in rec]
-    d["pairs"] = [(int(p.get("pairs", 1)) if a == "pingpong" else 0)
-                  for a, p in zip(d["algorithm"], par)]
-    d["mean"] = pd.to_numeric(d["mean"], errors="coerce")
-    timed = d["status"].isin(TIMED) & d["mean"].gt(0)
-    d["bytes_per_s"] = np.where(timed, d["size"] / d["mean"].where(timed, 1.0), np.nan)
-    d["oversubscribed"] = d.get("oversubscribed", False).astype(str).str.lower() == "true"
-    return d.sort_values(["algorithm", "library", "level", "pairs", "procs", "size"],
-                         key=lambda s: s.map(style.library_sort_key) if s.name == "library"
-                         else s).reset_index(drop=True)
-
-
 def table(df: pd.DataFrame) -> tuple[list[str], list[list[str]], pd.DataFrame]:
     """(header, formatted rows, numeric table) of ``tables/pingpong``."""
     d = rows(df)
@@ -82,7 +59,7 @@ def table(df: pd.DataFrame) -> tuple[list[str], list[list[str]], pd.DataFrame]:
               "bandwidth", "n", "status"]
     body, numeric = [], []
     for _, r in d.iterrows():
-        timed = r.status in TIMED and math.isfinite(r["mean"])
+        timed = is_timed(r)
         ci = (f"{format_time(r.ci_low)} – {format_time(r.ci_high)}"
               if timed and math.isfinite(float(r.get("ci_low", np.nan))) else "")
         bench = ("one-way" if r.algorithm == "pingpong"

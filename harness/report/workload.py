@@ -1,4 +1,5 @@
-"""Training-iteration workloads (Castelló et al. 2021, Sect. 5, Figs. 9-10) from summary.csv.
+"""Training-iteration workloads (Castelló et al. 2021, Sect. 5, Figs. 9-10) from summary.csv
+(the rows, AUTO, BEST and images/s: ``harness/analysis/workload.py``).
 
 A workload row (``harness.dnn.workload``) times one training iteration's gradient
 communication: every allreduce call of the model's fused trace, back to back. Per library,
@@ -31,96 +32,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..dnn import workload
-from ..results.store import row_json
+from ..analysis.workload import KEYS, REFERENCE, normalised, rows, table  # noqa: F401
+from ..analysis.workload import images as _images
 from . import style, tables
 from .dnn_traces import make_fig7
 
-REFERENCE = "impi"  # Fig. 10 normalises to Intel MPI's AUTO
-KEYS = ["library", "library_version", "procs", "nodes", "dtype", "model", "fusion",
-        "precision", "batch", "iteration_compute"]
 TABLES = ("workload", "workload_normalised")
 FIGURES = ("workload_fig9", "workload_fig10")
-
-
-def rows(df: pd.DataFrame) -> pd.DataFrame:
-    """The summary's workload rows, with the workload's parameters as columns."""
-    d = tables.prepare(df, workloads=True)
-    d = d[workload.rows(d)].copy()
-    params = d["params"].map(row_json)
-    for k in (workload.KEY, *workload.DEFAULTS):
-        d[k if k != workload.KEY else "model"] = params.map(
-            lambda p, k=k: p.get(k, workload.DEFAULTS.get(k)))
-    return d.reset_index(drop=True)
-
-
-def _images(batch, procs, compute, t, overlap: bool) -> float:
-    if not (math.isfinite(t) and t > 0):
-        return math.nan
-    return batch * procs / (max(compute, t) if overlap else compute + t)
-
-
-def table(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per library x P x workload: AUTO, BEST, gain and the projected images/s."""
-    d = rows(df)
-    out = []
-    if d.empty:
-        return pd.DataFrame(columns=KEYS)
-    timed = tables.timed_mask(d)
-    for key, g in d.groupby(KEYS, sort=True, dropna=False):
-        r = dict(zip(KEYS, key))
-        native = g[g.algorithm.str.startswith("native:") & timed.loc[g.index]]
-        auto = native[native.algorithm == tables.AUTO]
-        a = auto.iloc[0] if len(auto) else None
-        b = native.loc[native["mean"].idxmin()] if len(native) else None
-        r.update(calls=int(row_json(g.iloc[0].get("record")).get("calls", 0)),
-                 size=int(g.iloc[0]["size"]),
-                 auto_status=a["status"] if a is not None else
-                 (g[g.algorithm == tables.AUTO].status.iloc[0]
-                  if (g.algorithm == tables.AUTO).any() else "missing"),
-                 best_algorithm=b["algorithm"] if b is not None else "",
-                 best_status=b["status"] if b is not None else "")
-        for who, row in (("auto", a), ("best", b)):
-            for c in ("mean", "ci_low", "ci_high"):
-                r[f"{who}_{c}"] = tables.row_number(row, c)
-        r["gain"] = r["auto_mean"] / r["best_mean"] if r["best_mean"] else math.nan
-        r["significant"] = bool(a is not None and b is not None and b["algorithm"] != tables.AUTO
-                                and r["best_ci_high"] < r["auto_ci_low"])
-        over = any(tables.is_oversubscribed(x) for x in (a, b))
-        r["oversubscribed"] = over
-        r["verdict"] = ("oversubscribed" if over else "AUTO is BEST" if
-                        r["best_algorithm"] == tables.AUTO else "BEST faster" if r["significant"]
-                        else "tie" if b is not None and a is not None else "no data")
-        for who in ("auto", "best"):
-            for overlap, name in ((False, "images"), (True, "images_overlap")):
-                r[f"{who}_{name}"] = _images(r["batch"], r["procs"], r["iteration_compute"],
-                                             r[f"{who}_mean"], overlap)
-        r["n_algorithms"] = int(g.algorithm.str.startswith("native:").sum())
-        out.append(r)
-    return pd.DataFrame(out)
-
-
-def normalised(t: pd.DataFrame, reference: str = REFERENCE) -> pd.DataFrame:
-    """Fig. 10 (right): each library's AUTO and BEST images/s over the reference library's
-    AUTO in the same P and workload; the reference is Intel MPI if measured, else the first
-    library."""
-    if t.empty:
-        return pd.DataFrame()
-    libs = sorted(t.library.unique(), key=style.library_sort_key)
-    ref = reference if reference in libs else libs[0]
-    keys = [k for k in KEYS if k not in ("library", "library_version")]
-    out = []
-    for key, g in t.groupby(keys, sort=True, dropna=False):
-        base = g[g.library == ref]
-        if base.empty:
-            continue
-        b = float(base.iloc[0]["auto_images"])
-        for r in g.itertuples(index=False):
-            out.append({**dict(zip(keys, key)), "reference": ref, "library": r.library,
-                        "auto": r.auto_images / b if b else math.nan,
-                        "best": r.best_images / b if b else math.nan,
-                        "best_algorithm": r.best_algorithm})
-    return pd.DataFrame(out)
 
 
 def _label(r) -> str:
