@@ -23,7 +23,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ..dnn import fusion, traces
-from . import style, tables
+from . import facets, style, tables
 
 __all__ = ["COMBOS", "make_fig7", "model_table", "table_rows"]
 
@@ -107,17 +107,6 @@ def _sources_note(df: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _size_axis(ax) -> None:
-    ax.set_xscale("log", base=2)
-    ax.set_xlim(2**3, 2**30)
-    ticks = [2**k for k in range(3, 31, 5)]
-    ax.xaxis.set_major_locator(matplotlib.ticker.FixedLocator(ticks))
-    ax.xaxis.set_minor_locator(matplotlib.ticker.FixedLocator([2**k for k in range(3, 31)]))
-    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
-        lambda v, _: tables.format_size(v) if v >= 1 else ""))
-
-
 def fig7(models, path_without_ext) -> list[Path]:
     """The figure (see the module doc); returns the PNG and PDF paths."""
     style.setup()
@@ -145,10 +134,9 @@ def fig7(models, path_without_ext) -> list[Path]:
             c = fusion.calls(t.numels, policy, "fp32")
             ax.plot(c, [y] * len(c), marker, color=color, ms=4.5, transform=trans, ls="none",
                     clip_on=False, label=f"{POLICY_LABEL[policy]} fused call")
-        _size_axis(ax)
+        facets.size_axis(ax, [], label="message size (fp32)", limits=(2**3, 2**30))
         ax.set_title(f"{TITLES.get(m, m)}: {len(t.tensors)} tensors, "
                      f"{human_bytes(t.parameters * itemsize)}")
-        ax.set_xlabel("message size (fp32)")
         ax.set_ylabel("number of messages")
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=3)

@@ -96,9 +96,11 @@ class Spec:
     ylabel: str | None = None  # a time axis gets its unit appended
     reference: float | None = None  # a horizontal line (a speedup of 1)
     hollow: str | None = None  # a boolean column; None: hollow_mask
+    hollow_note: str = HOLLOW_NOTE  # the legend's entry for the hollow points
     panel_size: tuple[float, float] = (3.4, 2.8)
     notes: tuple[str, ...] = ()  # lines under the legend
-    after: Callable | None = field(default=None, repr=False)  # after(ax, key, rows): overlays
+    # after(ax, key, rows, factor): what a report draws over a panel (factor: time_unit's)
+    after: Callable | None = field(default=None, repr=False)
 
 
 def hollow_mask(rows: pd.DataFrame) -> np.ndarray:
@@ -107,9 +109,9 @@ def hollow_mask(rows: pd.DataFrame) -> np.ndarray:
     mask = np.zeros(len(rows), dtype=bool)
     if "status" in rows:
         mask |= (rows["status"] == "not-converged").to_numpy(bool)
-    if "oversubscribed" in rows:
-        mask |= oversubscribed_mask(rows.assign(
-            oversubscribed=rows["oversubscribed"].fillna(False))).to_numpy(bool)
+    if "oversubscribed" in rows:  # a frame joined from typed rows and others: True where True
+        flag = rows["oversubscribed"]
+        mask |= (oversubscribed_mask(rows) if flag.dtype == bool else flag.eq(True)).to_numpy(bool)
     return mask
 
 
@@ -167,12 +169,12 @@ def panel(ax, spec: Spec, rows: pd.DataFrame, factor: float = 1.0) -> dict[str, 
     for name in spec.order(list(rows[spec.series].dropna().unique())):
         s = rows[rows[spec.series] == name].sort_values(spec.x)
         x, y, err = points(spec, s, factor)
-        hollow = s[spec.hollow].to_numpy(bool) if spec.hollow else hollow_mask(s)
+        hollow = s[spec.hollow].eq(True).to_numpy(bool) if spec.hollow else hollow_mask(s)
         hollow_any |= bool(hollow.any())
         label = spec.label(name)
         handles[label] = _line(ax, spec, spec.look(name), label, x, y, err, hollow)
-    if hollow_any and not spec.hollow:
-        handles[HOLLOW_NOTE] = Line2D([], [], ls="none", marker="o", mfc="white", mec="0.3")
+    if hollow_any:
+        handles[spec.hollow_note] = Line2D([], [], ls="none", marker="o", mfc="white", mec="0.3")
     if spec.reference is not None:
         ax.axhline(spec.reference, color="0.3", lw=0.8, zorder=1)
     if len(rows):
@@ -200,7 +202,7 @@ def size_axis(ax, sizes, axis: str = "x", label: str | None = None, limits=None)
     sizes = sorted({float(s) for s in sizes if s > 0})
     (ax.set_xscale if axis == "x" else ax.set_yscale)("log", base=2)
     a.set_minor_locator(matplotlib.ticker.NullLocator())
-    if not sizes:
+    if not sizes and not limits:
         return
     if len(sizes) > 12 or limits:
         lo, hi = limits or (sizes[0], sizes[-1])
@@ -213,7 +215,7 @@ def size_axis(ax, sizes, axis: str = "x", label: str | None = None, limits=None)
         ax.tick_params(axis="x", labelrotation=45)
         for t in ax.get_xticklabels():
             t.set_ha("right")
-    lo, hi = limits or (sizes[0] / 2**0.4, sizes[-1] * 2**0.4)
+    lo, hi = limits or (sizes[0] / 2**0.6, sizes[-1] * 2**0.6)
     (ax.set_xlim if axis == "x" else ax.set_ylim)(lo, hi)
     (ax.set_xlabel if axis == "x" else ax.set_ylabel)(label or X_AXES["size"][0])
 
@@ -311,7 +313,7 @@ def figure(spec: Spec, data: pd.DataFrame, path, empty: str = "no data") -> list
             continue
         handles.update(panel(ax, spec, d, factor))
         if spec.after:
-            spec.after(ax, key, d)
+            spec.after(ax, key, d, factor)
         if spec.panel_title:
             ax.set_title(spec.panel_title(key))
         if ax.get_subplotspec().is_first_col():
@@ -322,9 +324,9 @@ def figure(spec: Spec, data: pd.DataFrame, path, empty: str = "no data") -> list
 def finish(fig, spec: Spec, handles: dict, path, ncols: int = 1) -> list[Path]:
     """The legend under the panels (each label once, the notes as its title), the figure's
     title; saved to ``path``."""
-    if HOLLOW_NOTE in handles:  # the note last
-        handles = {**{k: v for k, v in handles.items() if k != HOLLOW_NOTE},
-                   HOLLOW_NOTE: handles[HOLLOW_NOTE]}
+    if spec.hollow_note in handles:  # the note last
+        handles = {**{k: v for k, v in handles.items() if k != spec.hollow_note},
+                   spec.hollow_note: handles[spec.hollow_note]}
     if handles:
         notes = "\n".join(textwrap.fill(n, 50 + 45 * ncols) for n in spec.notes) or None
         fig.legend(list(handles.values()), list(handles), loc="outside lower center",
