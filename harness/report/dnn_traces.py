@@ -116,7 +116,8 @@ def fig7(models, path_without_ext) -> list[Path]:
     fig = Figure(figsize=(3.5 * cols + 0.4, 2.5 * nrows + 0.8), layout="constrained")
     axes = fig.subplots(nrows, cols, squeeze=False)
     itemsize = fusion.PRECISIONS["fp32"]
-    marks = (("horovod", "v", "#d62728", 0.97), ("ddp", "d", "#1f77b4", 0.90))
+    marks = (("horovod", "v", style.SERIES_COLORS["horovod"], 0.97),
+             ("ddp", "d", style.SERIES_COLORS["ddp"], 0.90))
     for ax in axes.flat[len(models):]:
         ax.set_axis_off()
     for ax, m in zip(axes.flat, models):

@@ -8,6 +8,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from .style import SERIES_COLORS
+
 FLOOR = 1e-4  # a regret of 0 is drawn here on the log axis
 
 
@@ -21,8 +23,8 @@ def spread(values) -> tuple[float, float, float]:
     return float(np.median(v)), float(v.min()), float(v.max())
 
 
-POLICY_STYLE = {"adaptive": ("#d62728", "adaptive (surrogate)"),
-                "random": ("#1f77b4", "random cells"), "grid": ("#2ca02c", "fixed grid")}
+POLICY_STYLE = {policy: (SERIES_COLORS[policy], label) for policy, label in (
+    ("adaptive", "adaptive (surrogate)"), ("random", "random cells"), ("grid", "fixed grid"))}
 
 
 def median_curve(group: pd.DataFrame, x: str, column: str) -> tuple[np.ndarray, np.ndarray,

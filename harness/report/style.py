@@ -137,6 +137,14 @@ def long_label(name: str) -> str:
     return name
 
 
+# the series that are neither algorithms nor libraries: the tuning policies (regret), the
+# levels of a ping-pong pair, Castelló et al.'s model variants, the fusion policies (Fig. 7)
+SERIES_COLORS = {"adaptive": "#d62728", "random": "#1f77b4", "grid": "#2ca02c",
+                 "socket": "#1f77b4", "node": "#2ca02c", "network": "#d62728",
+                 "THEO": "#000000", "REAL": "#d62728", "OVL": "#1f77b4", "NOVL": "#2ca02c",
+                 "horovod": "#d62728", "ddp": "#1f77b4"}
+
+
 def library_color(library: str) -> str:
     """The colour of a library's lines; another installation's is derived from its name."""
     return LIBRARY_COLORS.get(library) or color(f"library:{library}")
