@@ -201,8 +201,7 @@ def times_table(d: pd.DataFrame, nat: pd.DataFrame | None = None) -> pd.DataFram
 
 def native_series(table: pd.DataFrame) -> list[str]:
     """The native series present in a ``times_table``, in drawing order."""
-    found = [c[:-len("_mean")] for c in table.columns
-             if c.endswith("_mean") and c.startswith("native:")]
+    found = [c[:-len("_mean")] for c in table.columns if c.endswith("_mean") and "@" in c]
     order = list(NATIVE_SERIES)
     return sorted(found, key=lambda k: order.index(k) if k in order else len(order))
 

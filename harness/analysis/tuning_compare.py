@@ -41,7 +41,7 @@ def compare_tunings(summary: pd.DataFrame, truth_dir, other_dir) -> pd.DataFrame
             picks = [f"native:{t.lookup(int(point[0]), int(point[2])) or 'auto'}" for t in tabs]
             said = ran.get((library, int(point[0]), int(point[2])))
             if said:  # the decision AUTO makes there, as the auto_ran stage saw it
-                picks = [f"{p} ({said})" if p == "native:auto" else p for p in picks]
+                picks = [f"{p} ({said})" if p == AUTO else p for p in picks]
             got = [times.get((*point, a.split(" (")[0]), math.nan) for a in picks]
             best = float(group["best_mean"].iloc[0])
             rows.append({"library": library, "procs": int(point[0]), "nodes": int(point[1]),

@@ -46,7 +46,7 @@ import yaml
 
 from .. import fileio, paths
 from ..analysis import forecast, policies, regret
-from ..analysis.vocabulary import is_comparable, timed_mask
+from ..analysis.vocabulary import AUTO, is_comparable, timed_mask
 from ..analysis.surrogate import TREES, verdict
 from ..errors import ConfigError, TuneError
 from ..results import store as results
@@ -55,7 +55,6 @@ from ..results.view import statistic_view
 from . import config as _config
 from . import plan, tune
 
-AUTO = "native:auto"
 ROUND_KEYS = ["round", "closing", "libraries", "made"]
 
 

@@ -42,7 +42,7 @@ import numpy as np
 from .. import fileio
 from ..analysis import guidelines, paired
 from ..analysis.best import fastest
-from ..analysis.vocabulary import comparable_mask, is_comparable, is_timed
+from ..analysis.vocabulary import comparable_mask, is_comparable, is_oversubscribed, is_timed
 from ..cells import Run
 from ..results import store as results
 from ..results import summary
@@ -73,10 +73,6 @@ def groups(runs) -> dict[str, tuple]:
             if "native:auto" in a and len(a) > 1}
 
 
-def _true(v) -> bool:
-    return str(v).lower() == "true"
-
-
 def pick(df, library: str, procs: int, nodes: int, thread_level: str) -> list[dict]:
     """Per (size, dtype, op, timing, buffers) of the group: AUTO's and BEST's campaign rows, or why
     there is nothing to confirm."""
@@ -96,7 +92,7 @@ def pick(df, library: str, procs: int, nodes: int, thread_level: str) -> list[di
         entry.update(auto_cell=a.cell_id, auto_campaign=float(a["mean"]), best=b.algorithm,
                      best_cell=b.cell_id, best_campaign=float(b["mean"]),
                      campaign_gain=float(a["mean"]) / float(b["mean"]))
-        if _true(a.get("oversubscribed")) or _true(b.get("oversubscribed")):
+        if is_oversubscribed(a) or is_oversubscribed(b):
             entry["verdict"] = "oversubscribed"
         elif b["mean"] >= a["mean"]:
             entry["verdict"] = "AUTO is BEST"

@@ -33,6 +33,7 @@ import pandas as pd
 from .. import fileio
 from ..analysis.auto_vs_best import auto_vs_best
 from ..analysis.vocabulary import AUTO, comparable_mask, timed_mask
+from ..cells import kind_of
 from ..errors import TuneError
 from ..libraries import family_of, get_library
 from ..results import store as results
@@ -140,7 +141,7 @@ def evidence(df: pd.DataFrame, store_dir: Path) -> tuple[pd.DataFrame, dict]:
                        gain_ci_low=r.gain_low, gain_ci_high=r.gain_high)
         if row["oversubscribed"]:
             row["verdict"] = "oversubscribed"
-        faster = row["verdict"] == "BEST faster" and str(r.best_algorithm).startswith("native:")
+        faster = row["verdict"] == "BEST faster" and kind_of(r.best_algorithm) == "native"
         row["algorithm"] = str(r.best_algorithm).split(":", 1)[1] if faster else ""
         row["reason"] = (f"{r.best_algorithm} faster ({row['source']})" if faster else
                          {"oversubscribed": "AUTO kept: oversubscribed, no claim",

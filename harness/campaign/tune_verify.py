@@ -35,13 +35,14 @@ import pandas as pd
 
 from .. import cells, fileio, paths
 from ..analysis import paired
+from ..analysis.vocabulary import AUTO
 from ..results import store as results
 from ..tuning import Table
 from . import plan, tune
 from .confirm import USABLE, VERDICT_TEST, gain_interval, launch_in_order
 
 LAUNCH_BASE = 200  # launch indices of verification runs (campaign 0..R-1, confirmation 100+)
-AUTO, TUNED, AUTOTUNER = "native:auto", "native:tuned", "native:autotuner"
+TUNED, AUTOTUNER = cells.SELECTORS  # the library selecting by the tuned file, its autotuner
 
 
 def held_out_sizes(sizes: list[int], itemsize: int) -> list[int]:
@@ -74,7 +75,7 @@ def points(decisions: pd.DataFrame, itemsize: int) -> list[dict]:
         d = decisions[decisions.procs == p].sort_values("size")
         sizes = [int(s) for s in d["size"]]
         for r in d.itertuples():
-            best = r.best if isinstance(r.best, str) and r.best.startswith("native:") else ""
+            best = r.best if isinstance(r.best, str) and cells.kind_of(r.best) == "native" else ""
             out.append({"procs": p, "size": int(r.size), "held_out": False,
                         "best": "" if best == AUTO else best})
         out += [{"procs": p, "size": s, "held_out": True, "best": ""}

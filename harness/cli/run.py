@@ -268,7 +268,7 @@ def cmd_run(args, parser) -> int:
         return 1
     r = row.iloc[0]
     _print_row(r, store)
-    return 0 if r.status in ("ok", "not-converged") else 1
+    return 0 if r.status in results.TIMED else 1
 
 
 def _rerun_cell(args, parser) -> int:
@@ -297,7 +297,7 @@ def _rerun_cell(args, parser) -> int:
     _print_row(r, campaign.store)
     print(f"  replaced in run(s) {', '.join(updated)}; now `snakemake` rebuilds summary.csv "
           f"and the report (nothing is measured)")
-    return 0 if r.status in ("ok", "not-converged") else 1
+    return 0 if r.status in results.TIMED else 1
 
 
 def _present(value) -> bool:
@@ -310,7 +310,7 @@ def _bandwidth(value) -> str:
 
 
 def _print_row(r, store) -> None:
-    if r.status in ("ok", "not-converged") and _present(r["mean"]):
+    if r.status in results.TIMED and _present(r["mean"]):
         hw = (r.ci_high - r.ci_low) / 2 if _present(r.ci_high) else float("nan")
         many = _present(r.get("launches")) and int(r.launches) > 1
         how = r.get("ci_method")

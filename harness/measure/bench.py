@@ -84,7 +84,7 @@ def measure_cell(comm, cell: Cell, settings: dict, seed: int, algorithm=None,
                  record=record)
     log = reps.log()
     series = {k: over_ranks(k, mode, log) for k in METRICS}
-    if status in ("ok", "not-converged"):
+    if status in results.TIMED:
         # Shapiro-Wilk's p comes from the raw repetitions where the summary is built
         summaries = {k: stats.summarize(series[k], rule.confidence, normality=False)
                      for k in METRICS}
@@ -159,7 +159,7 @@ def _record(comm, cell: Cell, m: TimedCell, mode, status: str, oversubscribed: b
         record = dict(record or {}, **workload.record(cell.params, cell.dtype))
     elif m.body is not None:  # not an allreduce: what the body recorded (e.g. the pair level)
         record = dict(record or {}, **m.body.record)
-    elif status in ("ok", "not-converged"):  # node layout + message counts: one untimed call
+    elif status in results.TIMED:  # node layout + message counts: one untimed call
         record = record_counts(comm, cell, m.fn, m.send, m.recv, m.op, record)
     return record
 

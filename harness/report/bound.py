@@ -33,7 +33,7 @@ def make_all(summary_csv, tables_dir, figures_dir, params_json=None) -> list[Pat
     for (lib, ver, procs, nodes, alg), g in keyed.groupby(
             ["library", "library_version", "procs", "nodes", "algorithm"], sort=False):
         r = g["bound_ratio"]
-        crowded = g["oversubscribed"].astype(str).str.lower().eq("true").any()
+        crowded = bool(g["oversubscribed"].any())
         below = int((r < 1).sum())
         rows.append([style.library_label(lib, ver), str(int(procs)), str(int(nodes)),
                      tables.algorithm_label(alg),

@@ -270,8 +270,8 @@ def auto_vs_best_figure(df: pd.DataFrame, library: str, path_without_ext, *,
     style.setup()
     full = tables.prepare(df)
     full = full[full["library"] == library]
-    d = full[full["algorithm"].str.startswith("native:")]
-    h = full[~full["algorithm"].str.startswith("native:")]
+    d = full[full["kind"] != "harness"]  # the library's own allreduce: AUTO, forced, selectors
+    h = full[full["kind"] == "harness"]
     if d.empty:
         raise ValueError(f"no native:* rows of library {library!r}")
     ctx = _one_context(d)
@@ -405,7 +405,7 @@ def make_all(summary_csv, tables_dir, figures_dir, libraries=None, params_json=N
     it the table gives the fraction of the lower bound AUTO and BEST reach, and each figure
     draws the bound (``harness.analysis.bound``)."""
     everything = tables.load_summary(summary_csv)
-    d = everything[everything["algorithm"].str.startswith("native:")]
+    d = everything[everything["kind"] != "harness"]
     written: list[Path] = []
     bound_doc = json.loads(Path(params_json).read_text()) if params_json else None
     table = tables.auto_vs_best(d)
@@ -427,7 +427,7 @@ def make_all(summary_csv, tables_dir, figures_dir, libraries=None, params_json=N
             continue
         # the library's harness-algorithm rows ride along (same P and sizes as its natives)
         hl = everything[(everything["library"] == lib)
-                        & ~everything["algorithm"].str.startswith("native:")
+                        & (everything["kind"] == "harness")
                         & everything["procs"].isin(set(dl["procs"]))
                         & everything["size"].isin(set(dl["size"]))]
         vary = tables.varying(dl, FIGURE_CONTEXT)

@@ -65,11 +65,10 @@ class Facts:
     def of(cls, runs: Iterable, confirm_groups=(), tune_libraries=(), sgd_experiments=(),
            auto_ran=False):
         pairs = [(r.library, c, dict(c.params)) for r in runs for c in r.cells]
-        allreduce = [(lib, c) for lib, c, p in pairs if not p.get("workload")]
+        allreduce = [(lib, c) for lib, c, _ in pairs if c.kind != "workload"]
         algorithms = {c.algorithm for _, c, _ in pairs}
         return cls(
-            native_libraries=tuple(sorted({lib for lib, c in allreduce
-                                           if c.algorithm.startswith("native:")})),
+            native_libraries=tuple(sorted({lib for lib, c in allreduce if c.kind == "native"})),
             node_aware=bool({"nap", "smp"} & algorithms) or any(
                 c.algorithm == "native:auto" and c.size == 8 and c.dtype == "float64"
                 for _, c in allreduce),

@@ -20,12 +20,12 @@
   nothing could be fitted.
 
 The model uses the fitted parameters where there are some, else the paper's Table 4; the
-captions say which. Every table comes as ``.md``, ``.tex`` (booktabs) and ``.csv``.
+captions say which. The rows, the fit and AUTO and BEST beside SUARA2:
+``harness/analysis/suara.py``. Every table comes as ``.md``, ``.tex`` (booktabs) and ``.csv``.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import textwrap
 from pathlib import Path
@@ -35,41 +35,14 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from .. import models
-from ..analysis.fit import fit_campaign
-from ..results.store import row_json
+from ..analysis.suara import TO_MODEL, agreement_models, fitted_params  # noqa: F401
+from ..analysis.suara import load as _load
+from ..analysis.suara import model_name as _model_name
+from ..analysis.suara import suara_auto as _suara_auto
+from ..analysis.suara import sweeps as _sweeps
+from ..analysis.suara import three_step as _three_step
+from ..analysis.vocabulary import is_oversubscribed as _crowded
 from . import style, tables
-
-TO_MODEL = {**models.NATIVE_OPENMPI, **models.HARNESS}
-
-
-def _model_name(name: str) -> str | None:
-    return TO_MODEL.get(name)
-
-
-def _load(summary_csv) -> pd.DataFrame:
-    d = tables.load_summary(summary_csv)
-    d = d[tables.timed_mask(d) & (d["delay"] == "none")].copy()
-    d["p"] = d["params"].map(row_json)
-    rec = d["record"] if "record" in d.columns else pd.Series([None] * len(d), index=d.index)
-    d["r"] = rec.map(row_json)
-    return d
-
-
-def fitted_params(summary_csv, gamma: float | None = None) -> tuple[models.Params, str]:
-    """Parameters fitted to the summary's Open MPI native cells (gamma measured here unless
-    given), or the paper's."""
-    try:
-        p = fit_campaign(summary_csv, library="openmpi", source="native", gamma=gamma)
-        missing = [a for a in models.ALL6 if a not in p.ab]
-        if missing:  # the rest from the paper, said so
-            ab = dict(p.ab)
-            ab.update({a: models.Params.paper().ab[a] for a in missing})
-            p = models.Params(ab=ab, gamma=p.gamma, m_s=p.m_s,
-                              provenance={**p.provenance, "from_paper": missing})
-        return p, "fitted to this campaign's Open MPI cells"
-    except (ValueError, KeyError, OSError):
-        return models.Params.paper(), "paper Table 4"
-
 
 # Markdown cells as they are, a dash row when there are none
 LAYOUT = dict(placement="t", align="l", bold_header=True, bold_caption=True, escape=False,
@@ -78,28 +51,6 @@ LAYOUT = dict(placement="t", align="l", bold_header=True, bold_caption=True, esc
 
 def _t(seconds) -> str:
     return tables.format_time(float(seconds))[0] if np.isfinite(seconds) else "–"
-
-
-def _native_refs(d: pd.DataFrame) -> pd.DataFrame:
-    """Per (library, procs, size, dtype, op): native AUTO time and BEST native time/name."""
-    nat = d[d["algorithm"].str.startswith("native:")]
-    rows = []
-    for key, g in nat.groupby(["library", "procs", "size", "dtype", "op"]):
-        auto = g[g["algorithm"] == tables.AUTO]
-        best = g.loc[g["mean"].idxmin()]
-        rows.append({"library": key[0], "procs": key[1], "size": key[2], "dtype": key[3],
-                     "op": key[4], "auto": float(auto["mean"].iloc[0]) if len(auto) else math.nan,
-                     "auto_lo": float(auto["ci_low"].iloc[0]) if len(auto) else math.nan,
-                     "auto_hi": float(auto["ci_high"].iloc[0]) if len(auto) else math.nan,
-                     "best": float(best["mean"]), "best_algorithm": best["algorithm"],
-                     "best_lo": float(best["ci_low"]), "best_hi": float(best["ci_high"])})
-    return pd.DataFrame(rows, columns=["library", "procs", "size", "dtype", "op", "auto", "best",
-                                       "best_algorithm", "auto_lo", "auto_hi", "best_lo",
-                                       "best_hi"])
-
-
-def _crowded(r) -> bool:
-    return str(r.get("oversubscribed", "")).lower() == "true"
 
 
 def _speedup(r, ref: str) -> str:
@@ -114,24 +65,6 @@ def _speedup(r, ref: str) -> str:
     if r["ci_high"] >= r[f"{ref}_lo"] and r["ci_low"] <= r[f"{ref}_hi"]:
         return text + " ≈"
     return text
-
-
-def _suara_auto(d: pd.DataFrame) -> pd.DataFrame:
-    s = d[(d["algorithm"] == "suara2")
-          & d["p"].map(lambda p: p.get("grid", "auto") in ("auto", "best-grid"))]
-    refs = _native_refs(d)
-    return s.merge(refs, on=["library", "procs", "size", "dtype", "op"], how="left")
-
-
-def _three_step(d: pd.DataFrame) -> pd.DataFrame:
-    """The 3-step baseline's cells (``three_step``) keyed like SUARA2's, as reference columns
-    ``three`` (mean), ``three_lo``, ``three_hi`` and ``three_grid``."""
-    t = d[d["algorithm"] == "three_step"]
-    keys = ["library", "procs", "size", "dtype", "op"]
-    out = pd.DataFrame({k: t[k] for k in keys})
-    out["three"], out["three_lo"], out["three_hi"] = t["mean"], t["ci_low"], t["ci_high"]
-    out["three_grid"] = t["r"].map(lambda r: f"{r.get('P_r')} x {r.get('P_c')}" if r.get("P_r") else "–")
-    return out.drop_duplicates(keys)
 
 
 def choice_table(d: pd.DataFrame, params: models.Params) -> pd.DataFrame:
@@ -168,7 +101,7 @@ def choice_table(d: pd.DataFrame, params: models.Params) -> pd.DataFrame:
 def model_table(d: pd.DataFrame, params: models.Params) -> pd.DataFrame:
     c = d[d["algorithm"].isin(list(TO_MODEL)) & (d["procs"] > 1)]
     if "library" in c.columns:
-        c = c[~c["algorithm"].str.startswith("native:") | (c["library"] == "openmpi")]
+        c = c[(c["kind"] != "native") | (c["library"] == "openmpi")]
     rows = []
     for _, r in c.sort_values(["library", "algorithm", "procs", "size"]).iterrows():
         m = _model_name(r["algorithm"])
@@ -198,15 +131,6 @@ def params_table(params: models.Params) -> pd.DataFrame:
                  "1/beta": f"{1 / params.gamma / 2**30:.2f} GiB/s" if params.gamma > 0 else "–",
                  "R^2": "–", "cells": "–", "source": str(params.provenance.get("gamma_from", "paper"))})
     return pd.DataFrame(rows)
-
-
-def _sweeps(d: pd.DataFrame) -> pd.DataFrame:
-    s = d[(d["algorithm"] == "suara2")
-          & d["p"].map(lambda p: p.get("grid", "auto") not in ("auto", "best-grid"))].copy()
-    s["P_c"] = s["p"].map(lambda p: int(str(p["grid"]).lower().split("x")[1]))
-    s["row"] = s["p"].map(lambda p: p.get("row", "ring"))
-    s["col"] = s["p"].map(lambda p: p.get("col", "ring"))
-    return s
 
 
 def _has_ci(r) -> bool:
@@ -299,22 +223,6 @@ def agreement_summary(agree: pd.DataFrame) -> str:
             extra.append(f"{crowded} oversubscribed: no timing claim")
         parts.append(text + (f" ({'; '.join(extra)})" if extra else ""))
     return "; ".join(parts)
-
-
-def agreement_models(summary_csv, fitted: models.Params | None = None, how: str = "") -> list:
-    """The models the agreement table checks: the paper's Table 4 always, the campaign's
-    ``model_params.json`` (``harness fit <campaign>``) when it exists beside the summary, and
-    the parameters fitted to this summary when a fit succeeded."""
-    used = [("paper Table 4", models.Params.paper())]
-    path = Path(summary_csv).parent / "model_params.json"
-    if path.is_file():
-        try:
-            used.append((f"fitted ({path.name})", models.Params.from_dict(json.loads(path.read_text()))))
-        except (ValueError, KeyError, TypeError):
-            pass  # a damaged file checks nothing; `harness fit` writes it anew
-    if fitted is not None and how.startswith("fitted"):
-        used.append(("fitted to this summary", fitted))
-    return used
 
 
 def _empty(ax, text):

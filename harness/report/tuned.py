@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..cells import kind_of
 from . import style, tables
 from .tables import format_size, format_time
 
@@ -102,7 +103,7 @@ def figure(df: pd.DataFrame, library: str, path) -> list[Path]:
                 h = g[g.held_out == held]
                 ax.plot(h["size"], h[col] * 1e6, ls="none", marker=mk, color=color,
                         markerfacecolor=fill, ms=5, zorder=3)
-        b = g[g.best.map(lambda x: isinstance(x, str) and x.startswith("native:"))]
+        b = g[g.best.map(lambda x: isinstance(x, str) and kind_of(x) == "native")]
         for _, r in b.iterrows():
             if _num(r.best_mean):
                 ax.plot(r["size"], r.best_mean * 1e6, marker="*", ms=9, ls="none",

@@ -1,0 +1,121 @@
+"""What a summary says about SUARA (Nuriyev et al. 2023), before it is written: the timed,
+undelayed rows with their parameters and records (``load``), the Hockney parameters fitted to
+the campaign's Open MPI cells or the paper's (``fitted_params``), each (library, P, size)'s
+AUTO and BEST native allreduce (``native_refs``: the comparable native cells,
+``harness.analysis.best.fastest``), SUARA2's own-choice cells beside them (``suara_auto``), the
+3-step baseline (``three_step``), the grid sweeps (``sweeps``) and the models the agreement
+check uses (``agreement_models``). Written and drawn by ``harness/report/suara.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from .. import models
+from ..results.store import row_json
+from .auto_vs_best import load_summary
+from .best import fastest
+from .fit import fit_campaign
+from .vocabulary import AUTO, comparable_mask, timed_mask
+
+TO_MODEL = {**models.NATIVE_OPENMPI, **models.HARNESS}
+KEYS = ["library", "procs", "size", "dtype", "op"]
+
+
+def model_name(name: str) -> str | None:
+    """The Table 1 model of a summary algorithm name (``native:ring`` -> ``rnos``), else None."""
+    return TO_MODEL.get(name)
+
+
+def load(summary_csv) -> pd.DataFrame:
+    """The summary's timed, undelayed allreduce rows with ``p`` (parameters) and ``r`` (the
+    cell's record) as dicts."""
+    d = load_summary(summary_csv)
+    d = d[timed_mask(d) & (d["delay"] == "none")].copy()
+    d["p"] = d["params"].map(row_json)
+    d["r"] = d["record"].map(row_json)
+    return d
+
+
+def fitted_params(summary_csv, gamma: float | None = None) -> tuple[models.Params, str]:
+    """Parameters fitted to the summary's Open MPI native cells (gamma measured here unless
+    given), or the paper's."""
+    try:
+        p = fit_campaign(summary_csv, library="openmpi", source="native", gamma=gamma)
+        missing = [a for a in models.ALL6 if a not in p.ab]
+        if missing:  # the rest from the paper, said so
+            ab = dict(p.ab)
+            ab.update({a: models.Params.paper().ab[a] for a in missing})
+            p = models.Params(ab=ab, gamma=p.gamma, m_s=p.m_s,
+                              provenance={**p.provenance, "from_paper": missing})
+        return p, "fitted to this campaign's Open MPI cells"
+    except (ValueError, KeyError, OSError):
+        return models.Params.paper(), "paper Table 4"
+
+
+def native_refs(d: pd.DataFrame) -> pd.DataFrame:
+    """Per (library, procs, size, dtype, op): AUTO's time and BEST's time and name among the
+    comparable native cells of ``d`` (``load``'s rows)."""
+    nat = d[comparable_mask(d)]
+    rows = []
+    for key, g in nat.groupby(KEYS):
+        auto = g[g["algorithm"] == AUTO]
+        best = fastest(g)
+        rows.append({"library": key[0], "procs": key[1], "size": key[2], "dtype": key[3],
+                     "op": key[4], "auto": float(auto["mean"].iloc[0]) if len(auto) else math.nan,
+                     "auto_lo": float(auto["ci_low"].iloc[0]) if len(auto) else math.nan,
+                     "auto_hi": float(auto["ci_high"].iloc[0]) if len(auto) else math.nan,
+                     "best": float(best["mean"]), "best_algorithm": best["algorithm"],
+                     "best_lo": float(best["ci_low"]), "best_hi": float(best["ci_high"])})
+    return pd.DataFrame(rows, columns=["library", "procs", "size", "dtype", "op", "auto", "best",
+                                       "best_algorithm", "auto_lo", "auto_hi", "best_lo",
+                                       "best_hi"])
+
+
+def suara_auto(d: pd.DataFrame) -> pd.DataFrame:
+    """SUARA2's cells that chose their own grid (``grid`` auto or best-grid), with AUTO and
+    BEST of the same (library, P, size, dtype, op) as columns (``native_refs``)."""
+    s = d[(d["algorithm"] == "suara2")
+          & d["p"].map(lambda p: p.get("grid", "auto") in ("auto", "best-grid"))]
+    return s.merge(native_refs(d), on=KEYS, how="left")
+
+
+def three_step(d: pd.DataFrame) -> pd.DataFrame:
+    """The 3-step baseline's cells (``three_step``) keyed like SUARA2's, as reference columns
+    ``three`` (mean), ``three_lo``, ``three_hi`` and ``three_grid``."""
+    t = d[d["algorithm"] == "three_step"]
+    out = pd.DataFrame({k: t[k] for k in KEYS})
+    out["three"], out["three_lo"], out["three_hi"] = t["mean"], t["ci_low"], t["ci_high"]
+    out["three_grid"] = t["r"].map(lambda r: f"{r.get('P_r')} x {r.get('P_c')}" if r.get("P_r") else "–")
+    return out.drop_duplicates(KEYS)
+
+
+def sweeps(d: pd.DataFrame) -> pd.DataFrame:
+    """SUARA2's cells with the grid set per cell (a sweep over grids and combinations), with
+    ``P_c``, ``row`` and ``col`` as columns."""
+    s = d[(d["algorithm"] == "suara2")
+          & d["p"].map(lambda p: p.get("grid", "auto") not in ("auto", "best-grid"))].copy()
+    s["P_c"] = s["p"].map(lambda p: int(str(p["grid"]).lower().split("x")[1]))
+    s["row"] = s["p"].map(lambda p: p.get("row", "ring"))
+    s["col"] = s["p"].map(lambda p: p.get("col", "ring"))
+    return s
+
+
+def agreement_models(summary_csv, fitted: models.Params | None = None, how: str = "") -> list:
+    """The models the agreement table checks: the paper's Table 4 always, the campaign's
+    ``model_params.json`` (``harness fit <campaign>``) when it exists beside the summary, and
+    the parameters fitted to this summary when a fit succeeded."""
+    used = [("paper Table 4", models.Params.paper())]
+    path = Path(summary_csv).parent / "model_params.json"
+    if path.is_file():
+        try:
+            used.append((f"fitted ({path.name})", models.Params.from_dict(json.loads(path.read_text()))))
+        except (ValueError, KeyError, TypeError):
+            pass  # a damaged file checks nothing; `harness fit` writes it anew
+    if fitted is not None and how.startswith("fitted"):
+        used.append(("fitted to this summary", fitted))
+    return used
