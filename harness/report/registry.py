@@ -75,10 +75,10 @@ class Facts:
             suara="suara2" in algorithms,
             pap=any("compute" in p for _, _, p in pairs),
             pingpong="pingpong" in algorithms,
-            pingpong_or_local=bool({"pingpong", "reduce_local"} & algorithms),
+            pingpong_or_local=any(c.kind == "probe" for _, c, _ in pairs),
             guidelines=bool(set(MOCK_UPS) & algorithms) and "native:auto" in algorithms,
-            workload_models=tuple(sorted({p["workload"] for _, _, p in pairs
-                                          if p.get("workload")})),
+            workload_models=tuple(sorted({p["workload"] for _, c, p in pairs
+                                          if c.kind == "workload"})),
             confirm_groups=tuple(sorted(confirm_groups)),
             tune_libraries=tuple(tune_libraries),
             sgd_experiments=tuple(sgd_experiments), auto_ran=bool(auto_ran))

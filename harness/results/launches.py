@@ -36,10 +36,12 @@ import math
 
 import numpy as np
 
+from ..cells import PROBES
 from ..stats import t_quantile, time_interval
 
-# point-to-point benchmarks (harness/algorithms/p2p_bench.py): their bytes cross one link once
-POINT_TO_POINT = ("pingpong", "reduce_local")
+# point-to-point benchmarks (the probes, harness/algorithms/p2p_bench.py): their bytes cross
+# one link once
+POINT_TO_POINT = PROBES
 
 
 def bus_bandwidth(algorithm: str, algbw, procs: int):
