@@ -84,6 +84,7 @@ def test_the_bound_table_counts_the_sizes_below_the_bound(tmp_path):
     import json
 
     from harness.report import bound
+    from harness.report.inputs import Inputs
 
     rows = [{"campaign": "b", "cell_id": f"c{i}", "run_id": "r", "library": "openmpi",
              "library_version": "Open MPI v5.0.11", "algorithm": "native:ring", "procs": 2,
@@ -94,8 +95,8 @@ def test_the_bound_table_counts_the_sizes_below_the_bound(tmp_path):
             for i, (size, mean) in enumerate(((8, 1e-7), (2**20, 1.0)))]
     pd.DataFrame(rows).to_csv(tmp_path / "summary.csv", index=False)
     (tmp_path / "p.json").write_text(json.dumps(DOC))
-    bound.make_all(tmp_path / "summary.csv", tmp_path / "t", tmp_path / "f",
-                   params_json=tmp_path / "p.json")
+    bound.make(Inputs.of(tmp_path / "summary.csv", tmp_path / "t", tmp_path / "f",
+                         params=tmp_path / "p.json"))
     md = (tmp_path / "t" / "bound.md").read_text()
     assert "| Below the bound | Link |" in md
     assert "| Open MPI 5.0.11 | 2 | 1 | ring | 2 |" in md and "| 1 | node |" in md

@@ -132,13 +132,16 @@ def test_wrong_allreduce_is_an_error(tmp_path):
 
 
 def test_table5_from_real_executions(executions, tmp_path):
-    from harness.report.sgd import make_table5
+    from harness.report import sgd as report
+    from harness.report.inputs import Inputs
 
     root, _ = executions
     paths = sorted((root / "sgd" / "x").glob("*.json"))
-    written = make_table5(paths, tmp_path / "tables", tmp_path / "figures", "x")
+    written = report.make(Inputs.load(root, tmp_path / "tables", tmp_path / "figures",
+                                      experiment="x", documents=paths))
     names = sorted(p.name for p in written)
-    assert names == ["sgd_x.csv", "sgd_x.md", "sgd_x.tex", "sgd_x_loss.pdf", "sgd_x_loss.png"]
+    assert names == ["sgd_x.csv", "sgd_x.html", "sgd_x.md", "sgd_x.tex", "sgd_x_loss.pdf",
+                     "sgd_x_loss.png"]
     md = (tmp_path / "tables" / "sgd_x.md").read_text()
     for text in ("SYNTHETIC", "P = 2", "Ring", "SLT", "PRR", "35.7", "1.121"):
         assert text in md

@@ -198,7 +198,7 @@ def test_make_fig7(tmp_path):
     written = make_fig7(traces.MODELS, tmp_path / "tables", tmp_path / "figures")
     names = sorted(p.name for p in written)
     assert names == sorted(["dnn_models.md", "dnn_models.tex", "dnn_models.csv",
-                            "dnn_fig7.png", "dnn_fig7.pdf"])
+                            "dnn_models.html", "dnn_fig7.png", "dnn_fig7.pdf"])
     for p in written:
         assert p.exists() and p.stat().st_size > 0
     rows = list(csv.DictReader((tmp_path / "tables" / "dnn_models.csv").open()))

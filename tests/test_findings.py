@@ -9,6 +9,7 @@ from test_guidelines import _row
 
 from harness.report import confirm, guidelines
 from harness.report.findings import findings
+from harness.report.inputs import Inputs
 from harness.report.page import _findings
 
 
@@ -20,7 +21,7 @@ def test_claims_come_from_the_tables_and_only_with_support(tmp_path):
             _row("native:auto", 4096, 5e-6, 0.1e-6, over=True),
             _row("reduce_bcast", 4096, 1e-6, 0.1e-6, over=True)]  # oversubscribed: no claim
     pd.DataFrame(rows).to_csv(tmp_path / "summary.csv", index=False)
-    guidelines.make_all(tmp_path / "summary.csv", tables, figs)
+    guidelines.make(Inputs.of(tmp_path / "summary.csv", tables, figs))
     base = {"library": "openmpi", "procs": 2, "dtype": "float64", "op": "sum",
             "timing": "percall", "auto_mean": 2e-5, "best_mean": 1e-5, "pairs": 6,
             "campaign_gain": 2.0}
@@ -51,7 +52,7 @@ def test_claims_come_from_the_tables_and_only_with_support(tmp_path):
                 dict(guideline, size=1048576, gain=1.1, gain_ci_low=0.5, gain_ci_high=2.2,
                      verdict="tie")]
     (tmp_path / "g.json").write_text(json.dumps({"entries": entries}))
-    confirm.make_confirm([tmp_path / "g.json"], tables, figs)
+    confirm.make(Inputs.load(tmp_path, tables, figs, documents=[tmp_path / "g.json"]))
     again = (tables / "guidelines_confirmed.md").read_text()
     assert "violation confirmed" in again and "not confirmed (tie)" in again
     assert "Reduce_scatter+Allgather" in again

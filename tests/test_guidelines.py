@@ -55,7 +55,8 @@ def test_violations_need_intervals_apart_and_enough_cores(tmp_path):
     import pandas as pd
 
     from harness.analysis.guidelines import comparisons
-    from harness.report.guidelines import make_all
+    from harness.report.guidelines import make
+    from harness.report.inputs import Inputs
     from harness.report.registry import REPORTS, Facts
 
     rows = [_row("native:auto", 65536, 10e-6, 0.2e-6),
@@ -76,14 +77,14 @@ def test_violations_need_intervals_apart_and_enough_cores(tmp_path):
                                                  "speedup"] == pytest.approx(10 / 7)
     csv = tmp_path / "summary.csv"
     pd.DataFrame(rows).to_csv(csv, index=False)
-    written = {str(p) for p in make_all(csv, tmp_path / "t", tmp_path / "f")}
+    written = {str(p) for p in make(Inputs.of(csv, tmp_path / "t", tmp_path / "f"))}
     assert written == set(REPORTS["guidelines"].outputs(str(tmp_path / "t"), str(tmp_path / "f"),
                                                         Facts()))
     md = (tmp_path / "t" / "guidelines.md").read_text()
     assert "1 violation(s)" in md and md.index("violation |") < md.index("holds |")
     # a summary without mock-ups: the declared files, saying there is nothing to compare
     pd.DataFrame(rows[:1]).to_csv(csv, index=False)
-    make_all(csv, tmp_path / "t2", tmp_path / "f2")
+    make(Inputs.of(csv, tmp_path / "t2", tmp_path / "f2"))
     assert "no cell with AUTO and a mock-up" in (tmp_path / "t2" / "guidelines.md").read_text()
     assert (tmp_path / "f2" / "guidelines.png").stat().st_size > 0
 

@@ -14,6 +14,7 @@ from harness.analysis import netparams
 from harness.models import maxrate
 from harness.analysis import castello as cd
 from harness.report import castello_models as cm
+from harness.report.inputs import Inputs
 from harness.results.store import SUMMARY_COLUMNS
 
 # exact parameters the synthetic rows are generated from
@@ -182,7 +183,7 @@ def test_reports_written(tmp_path):
                                  mean=2 * cd.variants(alg, P, s, *LEVEL["network"], GAMMA)["THEO"],
                                  params="{}", record="{}"))
     summary = write(rows, tmp_path / "summary.csv")
-    written = cm.make_all(summary, tmp_path / "tables", tmp_path / "fig")
+    written = cm.make(Inputs.of(summary, tmp_path / "tables", tmp_path / "fig"))
     names = {p.name for p in written}
     for n in ("castello_models", "network_params"):
         assert {f"{n}.md", f"{n}.tex", f"{n}.csv"} <= names
@@ -197,7 +198,7 @@ def test_reports_written(tmp_path):
     # a parameter file without ping-pong makes placeholders for Figs. 2-3, not a crash
     pf = tmp_path / "hockney.json"
     pf.write_text(json.dumps(models.Params.paper().to_dict()))
-    written = cm.make_all(summary, tmp_path / "t2", tmp_path / "f2", params_json=pf)
+    written = cm.make(Inputs.of(summary, tmp_path / "t2", tmp_path / "f2", params=pf))
     assert (tmp_path / "f2" / "castello_fig2.png").exists()
     assert (tmp_path / "f2" / "castello_fig1.png").stat().st_size > 10_000  # paper's curves only
     # Fig. 1: RNG at p = 50, n = 16 MiB with the paper's alpha, beta, gamma, by hand
@@ -285,7 +286,7 @@ def test_a_fit_with_zero_beta_draws_every_figure(tmp_path):
         fit["beta"] = 0.0
     pf = tmp_path / "model_params.json"
     pf.write_text(json.dumps(doc))
-    written = cm.make_all(summary, tmp_path / "tables", tmp_path / "fig", params_json=pf)
+    written = cm.make(Inputs.of(summary, tmp_path / "tables", tmp_path / "fig", params=pf))
     for n in ("castello_fig1", "castello_fig2", "castello_fig3", "maxrate_fig5"):
         assert (tmp_path / "fig" / f"{n}.png").stat().st_size > 10_000
     assert {p.name for p in written} >= {"castello_models.md", "network_params.md"}

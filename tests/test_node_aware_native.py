@@ -136,7 +136,8 @@ def test_fig1_from_a_real_run(results_root, tmp_path):
     summary = rebuild_summary(CampaignStore(results_root, "fig1"))
     paths = node_aware.make_fig1(summary, tmp_path / "tables", tmp_path / "figures")
     names = sorted(p.name for p in paths)
-    assert names == sorted(f"node_aware_fig1.{e}" for e in ("md", "tex", "csv", "png", "pdf"))
+    assert names == sorted(f"node_aware_fig1.{e}" for e in ("md", "tex", "csv", "html", "png",
+                                                             "pdf"))
     t = pd.read_csv(tmp_path / "tables" / "node_aware_fig1.csv")
     assert list(t["procs"]) == [2, 3] and set(t["library"]) == {"mpich"}
     assert (t["mean"] > 0).all() and (t["ci_low"] <= t["mean"]).all()

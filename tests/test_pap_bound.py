@@ -12,6 +12,7 @@ from conftest import REPO
 from harness.campaign import config, plan
 from harness.analysis import pap as pap_data
 from harness.report import pap
+from harness.report.inputs import Inputs
 
 MS = 1e-3
 SIZE = 524288
@@ -95,7 +96,7 @@ def test_bound_from_shortest_tail_then_from_pingpong(campaign):
 
 def test_table3_files_show_the_bound_and_the_rabenseifner_row(campaign):
     root, _ = campaign
-    pap.make_pap(root / "summary.csv", root / "tables", root / "fig")
+    pap.make(Inputs.of(root / "summary.csv", root / "tables", root / "fig"))
     md = (root / "tables" / "pap_table3.md").read_text()
     assert "one-late; bound (Δ − δ) 2.5 ms (Δ 4.0 ms, δ 1.5 ms: shortest tail)" in md
     rows = [line.split("|")[1].strip() for line in md.splitlines()

@@ -9,6 +9,7 @@ import pytest
 
 from harness.analysis import pap as pap_data
 from harness.report import pap
+from harness.report.inputs import Inputs
 
 MS = 1e-3
 
@@ -70,7 +71,7 @@ def test_table4_difference_and_speedup(summary):
 def test_renderings_bold_the_faster_entries(summary, tmp_path):
     written = pap.write_tables(summary, tmp_path)
     assert sorted(p.name for p in written) == sorted(
-        f"pap_table{n}.{e}" for n in (3, 4) for e in ("md", "tex", "csv"))
+        f"pap_table{n}.{e}" for n in (3, 4) for e in ("md", "tex", "csv", "html"))
     md = (tmp_path / "pap_table3.md").read_text()
     assert "| prr | 4.4 | **10.0** | **38.0** |" in md
     assert "|  | 0.91 | **1.20** | **1.11** |" in md
@@ -86,7 +87,7 @@ def test_renderings_bold_the_faster_entries(summary, tmp_path):
 def test_figures_are_written(summary, tmp_path):
     csv = tmp_path / "summary.csv"
     summary.to_csv(csv, index=False)
-    written = pap.make_pap(csv, tmp_path / "tables", tmp_path / "figures")
+    written = pap.make(Inputs.of(csv, tmp_path / "tables", tmp_path / "figures"))
     for n in (10, 11, 12):
         for ext in ("png", "pdf"):
             path = tmp_path / "figures" / f"pap_fig{n}.{ext}"
@@ -96,7 +97,7 @@ def test_figures_are_written(summary, tmp_path):
 def test_a_summary_without_pap_cells_gives_empty_tables(summary, tmp_path):
     csv = tmp_path / "summary.csv"
     summary[summary["algorithm"] == "native:ring"].to_csv(csv, index=False)
-    pap.make_pap(csv, tmp_path / "tables", tmp_path / "figures")
+    pap.make(Inputs.of(csv, tmp_path / "tables", tmp_path / "figures"))
     assert "No PAP cells" in (tmp_path / "tables" / "pap_table3.md").read_text()
     assert (tmp_path / "figures" / "pap_fig10.png").is_file()
 

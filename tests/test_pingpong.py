@@ -186,8 +186,9 @@ def test_rows_stay_out_of_the_allreduce_reports(measured):
 
 def test_report_files_from_a_real_run(measured, tmp_path):
     from harness.report import pingpong
+    from harness.report.inputs import Inputs
 
-    written = pingpong.make_all(measured["store"].summary, tmp_path / "t", tmp_path / "f")
+    written = pingpong.make(Inputs.of(measured["store"].summary, tmp_path / "t", tmp_path / "f"))
     assert {p.name for p in written} == {"pingpong.md", "pingpong.tex", "pingpong.csv",
                                          "pingpong_fig4.png", "pingpong_fig4.pdf"}
     assert all(p.stat().st_size > 0 for p in written)

@@ -11,6 +11,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from harness.report import figures, style, tables  # noqa: E402
+from harness.report.inputs import Inputs  # noqa: E402
 from harness.results.store import SUMMARY_COLUMNS  # noqa: E402
 
 
@@ -120,7 +121,7 @@ def test_varying_context_becomes_a_key(summary):
 def test_write_table(summary, tmp_path):
     t = tables.auto_vs_best(summary)
     paths = tables.write_table(t, tmp_path / "tab", "AUTO vs BEST")
-    assert {p.suffix for p in paths} == {".md", ".tex", ".csv"}
+    assert {p.suffix for p in paths} == {".md", ".tex", ".csv", ".html"}
     for p in paths:
         assert p.exists() and p.stat().st_size > 0
     tex = (tmp_path / "tab.tex").read_text()
@@ -130,6 +131,13 @@ def test_write_table(summary, tmp_path):
     assert "4KiB" in md and "1MiB" in md and "**2.00×**" in md and "timeout" in md
     back = pd.read_csv(tmp_path / "tab.csv")
     assert len(back) == len(t)
+    page = (tmp_path / "tab.html").read_text()  # the page's: every row, none folded
+    assert "<b>2.00×</b>" in page and "<details>" not in page
+    crowded = summary.assign(oversubscribed=summary["library"] == "openmpi")
+    tables.write_table(tables.auto_vs_best(crowded), tmp_path / "crowded", "AUTO vs BEST")
+    said, folded = (tmp_path / "crowded.html").read_text().split("<details>")
+    assert "Open MPI" not in said and folded.startswith("<summary>1 row that claims nothing")
+    assert "Open MPI" in folded and "‡" in folded and "<b>2.00×</b>" in said
     assert not list(tmp_path.glob(".*"))  # no temporary files left
 
 
@@ -146,7 +154,7 @@ def test_formatting():
 def test_make_all(summary, tmp_path):
     csv = tmp_path / "summary.csv"
     summary.to_csv(csv, index=False)
-    paths = figures.make_all(csv, tmp_path / "tables", tmp_path / "figures")
+    paths = figures.make(Inputs.of(csv, tmp_path / "tables", tmp_path / "figures"))
     names = {p.name for p in paths}
     for lib in ("mpich", "openmpi", "impi"):
         assert f"auto_vs_best_{lib}.png" in names and f"auto_vs_best_{lib}.pdf" in names
@@ -165,7 +173,7 @@ def test_make_all_several_conditions_and_procs(summary, tmp_path):
     more["procs"] = 8
     csv = tmp_path / "summary.csv"
     pd.concat([summary, other, more]).to_csv(csv, index=False)
-    names = {p.name for p in figures.make_all(csv, tmp_path / "t", tmp_path / "f")}
+    names = {p.name for p in figures.make(Inputs.of(csv, tmp_path / "t", tmp_path / "f"))}
     assert "auto_vs_best_mpich_none_max_delay-0.png" in names
     assert "auto_vs_best_mpich_one-late_max_delay-1.00ms.png" in names
     with pytest.raises(ValueError, match="mix conditions"):
@@ -213,25 +221,29 @@ def test_known_colours_distinct_within_a_library():
 
 
 def test_one_command_line_writes_any_report(summary, tmp_path, capsys):
-    """``python -m harness.report NAME ...`` (report/registry.py): every registered report's
-    function exists; a report is written and its files printed; a wrong name or argument
-    count is exit 2 with the usage, and nothing is written."""
+    """``python -m harness.report NAME --store DIR ...`` (report/__main__.py): every
+    registered report has its ``make``; a report is written and its files printed; a wrong
+    name, option or a missing store is exit 2 with the usage, and nothing is written."""
     from harness.report import registry
+    from harness.report.__main__ import main
 
     for report in registry.REPORTS.values():
         assert callable(report.load()), report.name
     csv = tmp_path / "summary.csv"
     summary.to_csv(csv, index=False)
-    assert registry.main(["auto_vs_best", str(csv), str(tmp_path / "t"), str(tmp_path / "f")]) == 0
+    assert main(["auto_vs_best", "--summary", str(csv), "--tables", str(tmp_path / "t"),
+                 "--figures", str(tmp_path / "f")]) == 0
     assert str(tmp_path / "f" / "auto_vs_best_impi.pdf") in capsys.readouterr().out.split()
     assert (tmp_path / "f" / "auto_vs_best_impi.pdf").exists()
-    for bad, said in ((["nosuch", str(csv), "t", "f"], "unknown report 'nosuch'"),
-                      (["pap", str(csv)], "pap: expected SUMMARY_CSV TABLES_DIR FIGURES_DIR"),
-                      (["projection", str(csv), "t", "f", "p.json", "x"], "projection: expected"),
-                      (["sgd", "t", "f", "exp"], "sgd: expected"), ([], "no report named")):
-        assert registry.main(bad) == 2
+    for bad, said in ((["nosuch", "--store", str(tmp_path)], "unknown report 'nosuch'"),
+                      (["pap"], "give --store DIR"),
+                      (["projection", "--store", str(tmp_path), "--params", "p.json"],
+                       "p.json: no such file"),
+                      (["sgd", "--store", str(tmp_path), "--bogus"], "unrecognized arguments"),
+                      ([], "no report named")):
+        assert main(bad) == 2
         assert said in capsys.readouterr().err
-    assert registry.main(["--list"]) == 0
+    assert main(["--list"]) == 0
     listed = capsys.readouterr().out
     assert all(name in listed for name in registry.REPORTS)
 
@@ -279,7 +291,7 @@ def test_harness_best_drawn_next_to_best(summary, tmp_path, monkeypatch):
     monkeypatch.setattr(style, "save", keep)
     csv = tmp_path / "summary.csv"
     both.to_csv(csv, index=False)
-    figures.make_all(csv, tmp_path / "t", tmp_path / "f")
+    figures.make(Inputs.of(csv, tmp_path / "t", tmp_path / "f"))
     assert "harness best (shm)" in seen[str(tmp_path / "f" / "auto_vs_best_mpich")]
     assert not any(t.startswith("harness best") for t in seen[str(tmp_path / "f" / "auto_vs_best_impi")])
 

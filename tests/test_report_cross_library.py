@@ -13,6 +13,7 @@ from PIL import Image
 
 from harness.campaign import config
 from harness.report import cross_library as xl
+from harness.report.inputs import Inputs
 
 US = 1e-6
 KIB = 1024
@@ -101,10 +102,10 @@ def test_reference_option_and_fallback(summary):
 def test_files_bold_and_oversubscribed_titles(summary, tmp_path):
     path = tmp_path / "summary.csv"
     summary.to_csv(path, index=False)
-    written = xl.make_all(path, tmp_path / "tables", tmp_path / "fig")
+    written = xl.make(Inputs.of(path, tmp_path / "tables", tmp_path / "fig"))
     names = sorted(p.name for p in written)
     assert names == sorted(["cross_library.md", "cross_library.tex", "cross_library.csv",
-                            "cross_library.png", "cross_library.pdf",
+                            "cross_library.html", "cross_library.png", "cross_library.pdf",
                             "cross_library_normalised.png", "cross_library_normalised.pdf"])
     md = (tmp_path / "tables" / "cross_library.md").read_text()
     assert "Intel MPI AUTO" in md and "**2.00×**" in md and "0.25×" in md
@@ -122,8 +123,8 @@ def test_files_bold_and_oversubscribed_titles(summary, tmp_path):
 def test_empty_summary_still_writes_every_file(tmp_path):
     path = tmp_path / "summary.csv"
     pd.DataFrame([_row("mpich", "pingpong", 2, 4 * KIB, 1e-6)]).to_csv(path, index=False)
-    written = xl.make_all(path, tmp_path / "tables", tmp_path / "fig")
-    assert len(written) == 7 and all(p.stat().st_size > 0 for p in written)
+    written = xl.make(Inputs.of(path, tmp_path / "tables", tmp_path / "fig"))
+    assert len(written) == 8 and all(p.stat().st_size > 0 for p in written)
 
 
 BASE = {"campaign": "t", "experiments": {
@@ -155,7 +156,7 @@ def test_rule_is_wired_when_two_libraries_have_native_cells():
     from harness.report.registry import REPORTS, Facts
 
     entry = REPORTS["cross_library"]
-    assert entry.rule_name == "report_cross_library" and entry.on_page and entry.from_summary
+    assert entry.rule_name == "report_cross_library" and entry.on_page and not entry.reads
     assert entry.applies(Facts(native_libraries=("impi", "mpich")))
     assert not entry.applies(Facts(native_libraries=("mpich",)))
     assert "f/cross_library_normalised.pdf" in entry.outputs("t", "f", Facts())
@@ -180,5 +181,5 @@ def test_a_failed_cell_without_version_beside_timed_ones_draws(summary, tmp_path
         "Open MPI v5.0.8", "Open MPI v4.1.6"}
     path = tmp_path / "summary.csv"
     df.to_csv(path, index=False)
-    written = xl.make_all(path, tmp_path / "tables", tmp_path / "fig")
-    assert len(written) == 7 and all(p.stat().st_size > 0 for p in written)
+    written = xl.make(Inputs.of(path, tmp_path / "tables", tmp_path / "fig"))
+    assert len(written) == 8 and all(p.stat().st_size > 0 for p in written)

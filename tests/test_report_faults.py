@@ -18,6 +18,7 @@ from test_report import summary as native_summary
 from test_report_suara import synthetic as suara_synthetic  # noqa: E402
 
 from harness.report import figures, node_aware, pap, suara  # noqa: E402
+from harness.report.inputs import Inputs  # noqa: E402
 from harness.report.registry import REPORTS, Facts  # noqa: E402
 from harness.results.store import SUMMARY_COLUMNS  # noqa: E402
 
@@ -118,10 +119,9 @@ def test_every_report_stage_writes_its_declared_outputs(base, fault, tmp_path, m
     csv = tmp_path / "summary.csv"
     fault(base).to_csv(csv, index=False)
     tdir, fdir = tmp_path / "tables", tmp_path / "figures"
-    figures.make_all(csv, tdir, fdir, libraries=LIBRARIES)
-    suara.make_suara(csv, tdir, fdir)
-    node_aware.make_all(csv, tdir, fdir)
-    pap.make_pap(csv, tdir, fdir)
+    figures.make(Inputs.of(csv, tdir, fdir, libraries=LIBRARIES))
+    for report in (suara, node_aware, pap):
+        report.make(Inputs.of(csv, tdir, fdir))
     missing = [p.name for p in declared(tdir, fdir)
                if p not in saved and (not p.is_file() or not p.stat().st_size)]
     assert not missing
@@ -131,7 +131,7 @@ def test_every_report_stage_writes_its_declared_outputs(base, fault, tmp_path, m
 def test_failed_cells_are_listed_as_such(base, tmp_path):
     csv = tmp_path / "summary.csv"
     one_library_failed(base).to_csv(csv, index=False)
-    figures.make_all(csv, tmp_path / "t", tmp_path / "f", libraries=LIBRARIES)
+    figures.make(Inputs.of(csv, tmp_path / "t", tmp_path / "f", libraries=LIBRARIES))
     table = pd.read_csv(tmp_path / "t" / "auto_vs_best.csv")
     mpich = table[table["library"] == "mpich"]
     assert len(mpich) and (mpich["verdict"] == "no data").all()
@@ -143,7 +143,7 @@ def test_failed_cells_are_listed_as_such(base, tmp_path):
 def test_a_library_without_native_rows_gets_a_figure_saying_so(tmp_path):
     csv = tmp_path / "summary.csv"
     pd.DataFrame([row("mpich", "native:auto", 8, 1e-6)], columns=SUMMARY_COLUMNS).to_csv(csv, index=False)
-    written = figures.make_all(csv, tmp_path / "t", tmp_path / "f", libraries=LIBRARIES)
+    written = figures.make(Inputs.of(csv, tmp_path / "t", tmp_path / "f", libraries=LIBRARIES))
     assert {p.name for p in written} >= {f"auto_vs_best_{lib}.png" for lib in LIBRARIES}
 
 
@@ -153,7 +153,7 @@ def test_several_conditions_keep_the_declared_file(tmp_path):
     rows[0]["status"] = "failed"
     csv = tmp_path / "summary.csv"
     pd.DataFrame(rows, columns=SUMMARY_COLUMNS).to_csv(csv, index=False)
-    names = {p.name for p in figures.make_all(csv, tmp_path / "t", tmp_path / "f", libraries=["mpich"])}
+    names = {p.name for p in figures.make(Inputs.of(csv, tmp_path / "t", tmp_path / "f", libraries=["mpich"]))}
     assert {"auto_vs_best_mpich.png", "auto_vs_best_mpich_float32.png",
             "auto_vs_best_mpich_float64.png"} <= names
 
@@ -163,6 +163,6 @@ def test_node_aware_table_shows_unfinished_cells(base, tmp_path):
     d = base.copy()
     d = _unfinished(d, d["algorithm"] == "nap", "failed")
     d.to_csv(csv, index=False)
-    node_aware.make_all(csv, tmp_path / "t", tmp_path / "f")
+    node_aware.make(Inputs.of(csv, tmp_path / "t", tmp_path / "f"))
     md = (tmp_path / "t" / "node_aware_times.md").read_text()
     assert "| failed |" in md

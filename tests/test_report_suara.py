@@ -14,6 +14,7 @@ from test_report import row  # noqa: E402
 from harness import models  # noqa: E402
 from harness.algorithms.suara import MODEL_TO_OPENMPI  # noqa: E402
 from harness.report import suara  # noqa: E402
+from harness.report.inputs import Inputs  # noqa: E402
 from harness.report.registry import REPORTS  # noqa: E402
 
 MiB = 2**20
@@ -53,7 +54,7 @@ def synthetic(tmp_path):
 
 def test_make_suara_writes_every_table_and_figure(tmp_path):
     path = synthetic(tmp_path)
-    written = suara.make_suara(path, tmp_path / "tables", tmp_path / "figures")
+    written = suara.make(Inputs.of(path, tmp_path / "tables", tmp_path / "figures"))
     names = {p.name for p in written}
     for t in REPORTS["suara"].tables:
         assert {f"{t}.md", f"{t}.tex", f"{t}.csv"} <= names
@@ -85,6 +86,6 @@ def test_fit_recovers_the_generating_parameters_and_the_model_agrees(tmp_path):
 def test_empty_summary_gives_placeholder_figures(tmp_path):
     path = tmp_path / "summary.csv"
     pd.DataFrame([row("mpich", "native:auto", 4096, 1e-5)]).to_csv(path, index=False)
-    written = suara.make_suara(path, tmp_path / "t", tmp_path / "f")
+    written = suara.make(Inputs.of(path, tmp_path / "t", tmp_path / "f"))
     assert (tmp_path / "f" / "suara_grid.png").is_file()
     assert "fitted_params.md" in {p.name for p in written}

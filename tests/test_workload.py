@@ -134,6 +134,7 @@ def test_a_wrong_call_in_the_iteration_is_recorded_wrong(results_root):
 
 def test_report_projects_images_per_second_from_a_real_iteration(results_root, tmp_path):
     from harness.report import workload as report
+    from harness.report.inputs import Inputs
 
     for alg in ("native:auto", "native:ring"):
         _run("--library", "mpich", "--algorithm", alg, "--param", "batch=8",
@@ -146,8 +147,8 @@ def test_report_projects_images_per_second_from_a_real_iteration(results_root, t
     assert r.best_mean == min(df["mean"])
     assert r.auto_images == pytest.approx(8 * 2 / (0.020 + r.auto_mean))
     assert r.best_images_overlap == pytest.approx(8 * 2 / max(0.020, r.best_mean))
-    written = report.make_all(results_root / "adhoc" / "summary.csv", tmp_path / "t",
-                              tmp_path / "f")
+    written = report.make(Inputs.of(results_root / "adhoc" / "summary.csv", tmp_path / "t",
+                                    tmp_path / "f"))
     names = {p.name for p in written}
     assert {"workload.md", "workload.csv", "workload_normalised.tex", "workload_fig9.png",
             "workload_fig10.pdf"} <= names

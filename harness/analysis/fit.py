@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 
+import pandas as pd
 
 from .. import models
 from ..results.summary import allreduce_rows, load
@@ -18,8 +19,9 @@ def fit_campaign(summary_csv, library: str = "openmpi", source: str = "native",
     5: linear regression over cells with P and m varied) and gamma from a timed local
     reduction on this machine (``harness.models.measure_gamma``) unless given. ``source``:
     ``native`` fits Open MPI's forcible algorithms (``models.NATIVE_OPENMPI``), ``harness``
-    the harness's own (``models.HARNESS``). Provenance: the summary's path and SHA-256,
-    library, source, date, the fit quality of each algorithm."""
+    the harness's own (``models.HARNESS``). Provenance: the summary's path and SHA-256 (a
+    summary given as a frame: neither), library, source, date, the fit quality of each
+    algorithm."""
     if source not in ("native", "harness"):
         raise ValueError(f"source: expected 'native' or 'harness', got {source!r}")
     if source == "native" and library != "openmpi":
@@ -32,7 +34,9 @@ def fit_campaign(summary_csv, library: str = "openmpi", source: str = "native",
     if gamma is None:
         gamma, gamma_how = models.measure_gamma(), "measure_gamma (np.add on this machine)"
     mapping = models.NATIVE_OPENMPI if source == "native" else models.HARNESS
-    digest = hashlib.sha256(open(summary_csv, "rb").read()).hexdigest()
+    framed = isinstance(summary_csv, pd.DataFrame)
+    digest = None if framed else hashlib.sha256(open(summary_csv, "rb").read()).hexdigest()
+    summary_csv = "the summary" if framed else summary_csv
     params = models.fit_all(df, mapping, gamma=gamma, library=library, provenance={
         "source": f"fit of {source} algorithms to {summary_csv}", "summary_sha256": digest,
         "campaign": campaign, "gamma_from": gamma_how, "algorithm_map": mapping})

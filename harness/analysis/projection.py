@@ -258,6 +258,11 @@ def _region(d: pd.DataFrame) -> Region | None:
                   int(d["size"].max()), len(d))
 
 
+def _given(summary) -> bool:
+    """A summary to read: a frame, or the path of a file that exists."""
+    return isinstance(summary, pd.DataFrame) or (summary is not None and Path(summary).is_file())
+
+
 def _measured_rows(summary_csv) -> pd.DataFrame:
     """The summary's timed, undelayed allreduce rows (workload rows left out)."""
     d = load_summary(summary_csv)
@@ -267,7 +272,7 @@ def _measured_rows(summary_csv) -> pd.DataFrame:
 def measured_suara(summary_csv) -> Region | None:
     """The SUARA cells of a summary: ``suara2`` and Open MPI's native algorithms, timed
     (ok / not-converged) and undelayed. None without a summary or such cells."""
-    if summary_csv is None or not Path(summary_csv).is_file():
+    if not _given(summary_csv):
         return None
     d = _measured_rows(summary_csv)
     keep = (d["algorithm"] == SUARA) | ((d["library"] == "openmpi") & (d["kind"] == "native"))
@@ -277,7 +282,7 @@ def measured_suara(summary_csv) -> Region | None:
 def measured_node_aware(summary_csv) -> dict[int, Region]:
     """Per ppn, the region of the summary's timed, undelayed RD/SMP/NAP cells (algorithms
     ``recursive_doubling``, ``smp``, ``nap``; ppn from the record or the ``ppn`` parameter)."""
-    if summary_csv is None or not Path(summary_csv).is_file():
+    if not _given(summary_csv):
         return {}
     d = load(summary_csv)
     if d.empty:

@@ -191,6 +191,7 @@ def _add_maxrate(msub) -> None:
 def cmd_model_project(args, parser) -> int:
     """``harness model project``: the models' predictions up to --max-procs (figures, table)."""
     from ..report import projection, tables  # matplotlib: only when drawn
+    from ..report.inputs import Inputs
 
     campaign = args.campaign
     store = results.CampaignStore(paths.results_root(), campaign)
@@ -204,10 +205,9 @@ def cmd_model_project(args, parser) -> int:
         except ValueError as exc:
             parser.error(f"argument --params: {exc}")
     try:
-        out = projection.make_projection(store.summary if store.summary.is_file() else None,
-                                         store.dir / "tables", paths.figures_root() / campaign,
-                                         params_file=args.params, max_procs=args.max_procs,
-                                         ppn=args.ppn)
+        out = projection.project(Inputs.load(store.dir, store.dir / "tables",
+                                             paths.figures_root() / campaign),
+                                 params_file=args.params, max_procs=args.max_procs, ppn=args.ppn)
     except ValueError as exc:
         parser.error(str(exc))
     pp = out["params"]

@@ -110,7 +110,8 @@ def cmd_tune(args, parser) -> int:
         parser.error(str(exc))
     if not args.verify:
         return 0
-    from ..report.tuned import make_tuned  # imports matplotlib: only when verifying
+    from ..report import tuned  # imports matplotlib: only when verifying
+    from ..report.inputs import Inputs
 
     campaign = load_campaign(args.configfile, args.campaign, parser, "campaign")
     outs = []
@@ -118,8 +119,8 @@ def cmd_tune(args, parser) -> int:
         out = campaign.store.dir / "tuning" / f"verify-{library}.json"
         tune_verify.run_library(campaign, library, out)
         outs.append(out)
-    for path in make_tuned(outs, campaign.store.dir / "tables", campaign.figures,
-                           libraries=sorted(docs)):
+    for path in tuned.make(Inputs.load(campaign.store.dir, figures=campaign.figures,
+                                       libraries=sorted(docs), documents=outs)):
         print(path)
     return 0
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from ..analysis.auto_vs_best import auto_vs_best, load_summary, prepare
+from ..analysis.auto_vs_best import auto_vs_best, prepare
 from . import style, tables
 
 TITLE = "What AUTO ran: the library's choice per installation, P and size"
@@ -30,12 +30,12 @@ def choices(summary: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index(drop=True)
 
 
-def make_all(summary_csv, tables_dir, figures_dir) -> list[Path]:
+def make(inputs) -> list[Path]:
     style.setup()
-    t = choices(load_summary(summary_csv))
+    t = choices(prepare(inputs.summary))
     written = []
-    base_t = Path(tables_dir) / "auto_choices"
-    base_f = Path(figures_dir) / "auto_choices"
+    base_t = inputs.tables / "auto_choices"
+    base_f = inputs.figures / "auto_choices"
     if t.empty:
         frame = pd.DataFrame(columns=["library", "procs", "size", "auto_ran"])
         written += tables.write_table(frame, base_t, TITLE, header=["Library", "P", "Size", "AUTO ran"],

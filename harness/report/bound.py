@@ -5,12 +5,11 @@ algorithm, the median ratio over the sizes and its smallest and largest."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 
-from ..analysis.auto_vs_best import load_summary, prepare
+from ..analysis.auto_vs_best import prepare
 from ..analysis.best import timed_mask
 from ..analysis.bound import add_bounds
 from ..results.summary import allreduce_rows
@@ -20,10 +19,10 @@ TITLE = ("Time against the lower bound ceil(log2 P) alpha + 2(P-1)/P n beta + (P
          "(Chan et al. 2007; alpha, beta, gamma: the campaign's ping-pong fit)")
 
 
-def make_all(summary_csv, tables_dir, figures_dir, params_json=None) -> list[Path]:
-    d = prepare(allreduce_rows(load_summary(summary_csv)))
+def make(inputs) -> list[Path]:
+    d = prepare(allreduce_rows(inputs.summary))
     d = d[timed_mask(d)]
-    doc = json.loads(Path(params_json).read_text()) if params_json else {}
+    doc = inputs.params or {}
     cols = ["library", "library_version", "algorithm", "procs", "nodes", "size", "dtype", "op",
             "delay", "mean", "oversubscribed"]
     t = add_bounds(d[cols], doc) if len(d) else pd.DataFrame(columns=cols + ["bound", "bound_ratio", "bound_level"])
@@ -43,7 +42,7 @@ def make_all(summary_csv, tables_dir, figures_dir, params_json=None) -> list[Pat
     header = ["Library", "P", "Nodes", "Algorithm", "Sizes", "Median time/bound", "Smallest",
               "Largest", "Below the bound", "Link"]
     return tables.write_table(
-        t, Path(tables_dir) / "bound", TITLE, header=header, rows=rows, align="lrrlrrrrrl",
+        t, inputs.tables / "bound", TITLE, header=header, rows=rows, align="lrrlrrrrrl",
         placeholder="no timed cell with a fitted ping-pong of its library",
         md_note="time/bound: 1 would be optimal; the CSV gives every cell's bound (s) and ratio. "
                 "Link: the ping-pong level whose alpha and beta the bound uses (network across "

@@ -29,7 +29,7 @@ receives (two messages, each paying alpha and its bytes), then reduces. So OVL <
 
 Throughput as in the paper: MiB/s = m / time / 2^20.
 
-Outputs of ``make_all(summary_csv, tables_dir, figures_dir, params_json=None)``:
+Outputs of ``make(inputs)``:
 
 - ``tables_dir/castello_models.{md,tex,csv}``: per library, P, algorithm and measured size: the
   measured time and MiB/s, THEO, OVL and NOVL MiB/s, REAL/THEO;
@@ -47,9 +47,9 @@ Outputs of ``make_all(summary_csv, tables_dir, figures_dir, params_json=None)``:
   per level (socket, node, network at ppn 1, 2, 4, ...) from the max-rate parameters, with the
   measured ping-pong points.
 
-The parameters come from ``params_json`` when given (the file ``harness fit`` writes), else
-they are fitted here from the summary. CLI: ``python -m harness.report.castello_models SUMMARY
-TABLES FIGURES [PARAMS_JSON]``.
+The parameters come from ``inputs.params`` when given (the file ``harness fit`` writes), else
+they are fitted here from the summary (``python -m harness.report castello_models --store
+results/<c> [--params JSON]``).
 """
 
 from __future__ import annotations
@@ -404,10 +404,13 @@ def _net_from(fb: dict) -> str:
 
 
 
-def make_all(summary_csv, tables_dir, figures_dir, params_json=None) -> list[Path]:
-    df = pd.read_csv(summary_csv)
-    doc = params_doc(summary_csv, params_json)
+def make(inputs) -> list[Path]:
+    """The tables and figures; without ``inputs.params`` the parameters are fitted to the
+    store's summary (``harness fit``'s document)."""
+    df = inputs.summary
+    doc = inputs.params or params_doc(inputs.store / "summary.csv", None)
     meas = measured(df)
+    tables_dir, figures_dir = inputs.tables, inputs.figures
     written: list[Path] = []
     t = model_table(meas if "pingpong" in doc else meas.iloc[0:0], doc)
     written += write_model_table(t, Path(tables_dir) / "castello_models", doc)

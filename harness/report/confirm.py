@@ -158,19 +158,20 @@ def write_guidelines(df: pd.DataFrame, tables_dir) -> list[Path]:
                               placeholder="no guideline violation to measure again")
 
 
-def make_confirm(paths, tables_dir, figures_dir) -> None:
+def make(inputs) -> list[Path]:
     """The table and figure of AUTO vs BEST, and the table of the guideline violations measured
-    again; entries with no data (a size of another experiment the group never measured)
-    compare nothing: counted in the caption, not listed."""
-    every = load(paths)
+    again, from the groups' documents (``inputs.documents``: ``confirm/<group>.json``); entries
+    with no data (a size of another experiment the group never measured) compare nothing:
+    counted in the caption, not listed."""
+    every = load(inputs.documents)
     guideline = every["role"] == GUIDELINE
-    write_guidelines(every[guideline].reset_index(drop=True), tables_dir)
+    written = write_guidelines(every[guideline].reset_index(drop=True), inputs.tables)
     df = every[~guideline].reset_index(drop=True)
     empty = df["verdict"] == "no data"
     shown = df[~empty].reset_index(drop=True)
     caption = CAPTION + (f" {int(empty.sum())} entr{'y' if empty.sum() == 1 else 'ies'} with no "
                          f"data left out." if empty.any() else "")
     header, rows = _display(shown)
-    tables.write_table(shown, Path(tables_dir) / "auto_vs_best_confirmed", caption,
-                       header=header, rows=rows)
-    figure(shown, Path(figures_dir) / "auto_vs_best_confirmed")
+    written += tables.write_table(shown, inputs.tables / "auto_vs_best_confirmed", caption,
+                                  header=header, rows=rows)
+    return written + figure(shown, inputs.figures / "auto_vs_best_confirmed")

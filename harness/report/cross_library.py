@@ -20,8 +20,8 @@ Outputs:
   size, AUTO hatched and BEST solid per library, a line at 1 (Fig. 10, right).
 
 The reference is the ``report.reference_library`` of the config (default Intel MPI when
-measured, else the first library). CLI: ``python -m harness.report.cross_library
-SUMMARY_CSV TABLES_DIR FIGURES_DIR [REFERENCE]``.
+measured, else the first library). CLI: ``python -m harness.report cross_library --store
+results/<c> --reference LIB``.
 """
 
 from __future__ import annotations
@@ -208,12 +208,13 @@ def figure_normalised(t: pd.DataFrame, base) -> list[Path]:
     return style.save(fig, base)
 
 
-def make_all(summary_csv, tables_dir, figures_dir, reference: str | None = None) -> list[Path]:
-    """The cross-library table and both figures; files exist even with no data."""
-    t = table(pd.read_csv(summary_csv), reference)
+def make(inputs) -> list[Path]:
+    """The cross-library table and both figures (over ``inputs.reference``'s AUTO); files
+    exist even with no data."""
+    t = table(inputs.summary, inputs.reference)
     header, body = _display(t)
-    written = tables.write_table(t, Path(tables_dir) / TABLE, caption(t.attrs.get("reference")),
+    written = tables.write_table(t, inputs.tables / TABLE, caption(t.attrs.get("reference")),
                                  header=header, rows=body)
-    written += figure(t, Path(figures_dir) / FIGURES[0])
-    written += figure_normalised(t, Path(figures_dir) / FIGURES[1])
+    written += figure(t, inputs.figures / FIGURES[0])
+    written += figure_normalised(t, inputs.figures / FIGURES[1])
     return written

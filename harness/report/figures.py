@@ -1,4 +1,4 @@
-"""AUTO vs BEST figures (Castelló et al. 2021, Figs. 5-6) and ``make_all``.
+"""AUTO vs BEST figures (Castelló et al. 2021, Figs. 5-6) and ``make``.
 
 ``auto_vs_best_figure(df, library, path_without_ext)`` draws, for one library and one set of
 conditions (dtype, op, delay, ...), one column per process count P:
@@ -15,16 +15,13 @@ conditions (dtype, op, delay, ...), one column per process count P:
   A tie (the two CIs overlap) is an empty bar labelled "tie"; an oversubscribed cell (more
   ranks than cores) a hatched one labelled "oversub.": neither is drawn as a win.
 
-``make_all(summary_csv, tables_dir, figures_dir)`` writes ``figures_dir/auto_vs_best_<library>
-.{png,pdf}`` per library (and ``..._<conditions>`` when several conditions exist) and
-``tables_dir/auto_vs_best.{md,tex,csv}``; returns the written paths.
-
-CLI: ``python -m harness.report.figures SUMMARY_CSV TABLES_DIR FIGURES_DIR``.
+``make(inputs)`` writes ``figures/<c>/auto_vs_best_<library>.{png,pdf}`` per library (and
+``..._<conditions>`` when several conditions exist) and ``tables/auto_vs_best.*``; returns
+the written paths (``python -m harness.report auto_vs_best --store results/<c>``).
 """
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -255,7 +252,7 @@ def _one_context(d: pd.DataFrame) -> dict:
     if vary:
         combos = d[vary].drop_duplicates().to_dict("records")
         raise ValueError(f"the rows mix conditions {vary} ({len(combos)} combinations); filter "
-                         f"to one of {combos[:4]}... (make_all splits them)")
+                         f"to one of {combos[:4]}... (make splits them)")
     return tables.constants(d, FIGURE_CONTEXT)
 
 
@@ -394,20 +391,20 @@ def _slug(ctx: dict, cols) -> str:
     return "_".join(parts).replace("/", "-")
 
 
-def make_all(summary_csv, tables_dir, figures_dir, libraries=None, params_json=None) -> list[Path]:
-    """Per library: ``figures_dir/auto_vs_best_<library>.{png,pdf}``; when the library's rows
+def make(inputs) -> list[Path]:
+    """Per library: ``figures/auto_vs_best_<library>.{png,pdf}``; when the library's rows
     hold several sets of conditions, that file draws the set with the most timed cells and
     every set also gets a file suffixed with the varying conditions (e.g. ``_none`` /
-    ``_one-late_max_delay-1.00ms``). ``libraries``: those whose figure must exist (the plan's);
-    one without a native row gets a figure saying so. Also ``tables_dir/auto_vs_best.{md,tex,
-    csv}`` for all libraries. Returns the paths. Failed, wrong and timeout cells never stop
-    it: they are listed, not drawn. ``params_json``: the campaign's ``model_params.json``; with
-    it the table gives the fraction of the lower bound AUTO and BEST reach, and each figure
-    draws the bound (``harness.analysis.bound``)."""
-    everything = tables.load_summary(summary_csv)
+    ``_one-late_max_delay-1.00ms``). ``inputs.libraries``: those whose figure must exist (the
+    plan's); one without a native row gets a figure saying so. Also ``tables/auto_vs_best.*``
+    for all libraries. Returns the paths. Failed, wrong and timeout cells never stop it: they
+    are listed, not drawn. With ``inputs.params`` (``model_params.json``) the table gives the
+    fraction of the lower bound AUTO and BEST reach, and each figure draws the bound
+    (``harness.analysis.bound``)."""
+    everything = tables.prepare(inputs.summary)
     d = everything[everything["kind"] != "harness"]
     written: list[Path] = []
-    bound_doc = json.loads(Path(params_json).read_text()) if params_json else None
+    bound_doc, tables_dir, figures_dir = inputs.params, inputs.tables, inputs.figures
     table = tables.auto_vs_best(d)
     if bound_doc:
         table = of_bound(table, bound_doc)
@@ -416,7 +413,7 @@ def make_all(summary_csv, tables_dir, figures_dir, libraries=None, params_json=N
                "AUTO included) per library, process count P and message size"
                + (f"; {ctx}." if ctx else "."))
     written += tables.write_table(table, Path(tables_dir) / "auto_vs_best", caption)
-    libs = set(d["library"]) | set(libraries or ())
+    libs = set(d["library"]) | set(inputs.libraries)
     for lib in sorted(libs, key=style.library_sort_key):
         dl = d[d["library"] == lib]
         main = Path(figures_dir) / f"auto_vs_best_{lib}"

@@ -88,6 +88,6 @@ def figure(t: pd.DataFrame, path) -> list[Path]:
     return style.save(fig, path)
 
 
-def make_all(summary_csv, tables_dir, figures_dir) -> list[Path]:
-    t = comparisons(pd.read_csv(summary_csv))
-    return write(t, tables_dir) + figure(t, Path(figures_dir) / "guidelines")
+def make(inputs) -> list[Path]:
+    t = comparisons(inputs.summary)
+    return write(t, inputs.tables) + figure(t, inputs.figures / "guidelines")

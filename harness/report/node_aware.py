@@ -6,7 +6,7 @@ carries a node layout (``harness.layout``, ``harness.measure.counting``); one li
 the usual order when several are present) and one dtype/op/delay (the most frequent). Cells
 are told apart by processes per node (``ppn``, from the record), P and size.
 
-``make_all(summary_csv, tables_dir, figures_dir)`` writes
+``make(inputs)`` writes
 
 - ``figures_dir/node_aware_vs_procs.{png,pdf}``: one column per ppn; top, mean time (95% CI
   bars) vs P at the smallest size (one value per process, Fig. 12); bottom, NAP's speedup over
@@ -32,7 +32,7 @@ emulated nodes they are drawn hollow and dashed with a note and never turned int
 with ``layout: real`` on the same nodes the table and the speedup panel add NAP over MPICH's
 SMP.
 
-Returns the written paths. CLI: ``python -m harness.report node_aware SUMMARY_CSV TABLES_DIR FIGURES_DIR``.
+Returns the written paths. CLI: ``python -m harness.report node_aware --store results/<c>``.
 """
 
 from __future__ import annotations
@@ -50,14 +50,13 @@ from ..analysis.node_aware import (
     NATIVE_SERIES,
     counts_table,
     fig1_table,
-    fitted_params,
     load,
     load_native,
     native_series,
     pivot,
-    read_summary,
     times_table,
 )
+from ..analysis.netparams import maxrate_params
 from ..analysis.vocabulary import is_timed, timed_mask
 from ..models import maxrate
 from . import style, tables
@@ -401,8 +400,10 @@ def make_fig1(summary_csv, tables_dir, figures_dir) -> list[Path]:
             + fig1_figure(table, Path(figures_dir) / "node_aware_fig1"))
 
 
-def make_all(summary_csv, tables_dir, figures_dir) -> list[Path]:
-    summary = read_summary(summary_csv)
+def make(inputs) -> list[Path]:
+    """Every node-aware table and figure; the model figure with the max-rate parameters of
+    ``inputs.params`` when it has them."""
+    summary, tables_dir, figures_dir = inputs.summary, inputs.tables, inputs.figures
     d = load(summary)
     nat = load_native(summary, like=d)
     written: list[Path] = []
@@ -417,5 +418,5 @@ def make_all(summary_csv, tables_dir, figures_dir) -> list[Path]:
     written += _figure(d, "size", Path(figures_dir) / "node_aware_vs_size",
                        f"RD vs SMP vs NAP{beside} vs message size ({lib}, {layout} nodes)", nat)
     written += make_fig1(summary, tables_dir, figures_dir)
-    written += model_figure(Path(figures_dir) / "node_aware_model", params=fitted_params(summary_csv))
-    return written
+    fitted = maxrate_params(inputs.params) if inputs.params else None
+    return written + model_figure(figures_dir / "node_aware_model", params=fitted)

@@ -25,8 +25,8 @@ cells with a time (status ok / not-converged) are used; ``†`` marks not conver
   arrivals (its delay-``none`` cell), δ = the time to send the message between two processes
   (the campaign's ``pingpong`` cell of that library and size when there is one, else the
   shortest tail of the block's delayed cells, an upper estimate), bound = Δ − δ.
-- ``make_pap(summary_csv, tables_dir, figures_dir)``: all of them; the CLI is
-  ``python -m harness.report pap SUMMARY_CSV TABLES_DIR FIGURES_DIR``.
+- ``make(inputs)``: all of them; the CLI is ``python -m harness.report pap --store
+  results/<c>``.
 """
 
 from __future__ import annotations
@@ -362,10 +362,11 @@ def fig12(df: pd.DataFrame, path_without_ext) -> list[Path]:
     return style.save(fig, path_without_ext)
 
 
-def make_pap(summary_csv, tables_dir, figures_dir) -> list[Path]:
-    """Tables 3-4 and Figs. 10-12 of the campaign's PAP cells; returns the written paths."""
-    df = pd.read_csv(summary_csv)
-    written = write_tables(df, tables_dir, raw_dir=Path(summary_csv).parent / "raw")
+def make(inputs) -> list[Path]:
+    """Tables 3-4 (Table 3 with the bound from the store's ``raw/``) and Figs. 10-12 of the
+    campaign's PAP cells; returns the written paths."""
+    df = inputs.summary
+    written = write_tables(df, inputs.tables, raw_dir=inputs.store / "raw")
     for name, fn in (("pap_fig10", fig10), ("pap_fig11", fig11), ("pap_fig12", fig12)):
-        written += fn(df, Path(figures_dir) / name)
+        written += fn(df, inputs.figures / name)
     return written

@@ -152,10 +152,10 @@ def figure(df: pd.DataFrame, path_without_ext) -> list[Path]:
     return style.save(fig, path_without_ext)
 
 
-def make_all(summary_csv, tables_dir, figures_dir) -> list[Path]:
+def make(inputs) -> list[Path]:
     """Write the table and the figure; returns the paths."""
-    df = pd.read_csv(summary_csv)
+    df = inputs.summary
     header, body, numeric = table(df)
-    written = tables.write_table(numeric, Path(tables_dir) / TABLE, CAPTION, header=header,
+    written = tables.write_table(numeric, inputs.tables / TABLE, CAPTION, header=header,
                                  rows=body)
-    return written + figure(df, Path(figures_dir) / FIGURE)
+    return written + figure(df, inputs.figures / FIGURE)

@@ -400,24 +400,29 @@ def node_aware_figure(pp: ProjectionParams, regions: dict[int, Region], path, pp
 # ----------------------------------------------------------------------------- entry point
 
 
-def make_projection(summary_csv, tables_dir, figures_dir, params_file=None,
-                    max_procs: int = MAX_PROCS, ppn: int = PPN) -> dict:
+def make(inputs) -> list[Path]:
+    """``projection_suara``, ``projection_node_aware`` (figures) and ``projection`` (table)
+    up to ``MAX_PROCS`` at ``PPN`` (``project``)."""
+    return project(inputs)["written"]
+
+
+def project(inputs, params_file=None, max_procs: int = MAX_PROCS, ppn: int = PPN) -> dict:
     """Write ``projection_suara``, ``projection_node_aware`` (figures) and ``projection``
-    (tables). ``summary_csv`` (may be None or missing) gives the measured regions and the
-    campaign's ppn values; parameters from ``params_file`` or the summary's directory
-    (``load_params``). Returns ``{"written", "table", "caption", "params", "fits"}``."""
+    (tables). ``inputs.summary`` (maybe without rows) gives the measured regions and the
+    campaign's ppn values; parameters from ``params_file`` (``paper``: the paper's), else
+    ``inputs.params_path``, else ``model_params.json`` in the store (``load_params``). Returns
+    ``{"written", "table", "caption", "params", "fits"}``."""
     if int(max_procs) < 4:
         raise ValueError(f"max_procs: expected an integer >= 4, got {max_procs}")
     if int(ppn) < 2:
         raise ValueError(f"ppn: expected an integer >= 2 (NAP needs ppn >= 2), got {ppn}")
     if int(ppn) > int(max_procs):
         raise ValueError(f"ppn: expected at most max_procs={max_procs}, got {ppn}")
-    campaign_dir = Path(summary_csv).parent if summary_csv is not None else None
-    pp = load_params(params_file, campaign_dir)
-    region = measured_suara(summary_csv)
-    na_regions = measured_node_aware(summary_csv)
+    pp = load_params(params_file or inputs.params_path, inputs.store)
+    region = measured_suara(inputs.summary)
+    na_regions = measured_node_aware(inputs.summary)
     ppns = [int(ppn)] + sorted(p for p in na_regions if p != int(ppn) and 2 <= p <= max_procs)
-    figures_dir, tables_dir = Path(figures_dir), Path(tables_dir)
+    figures_dir, tables_dir = inputs.figures, inputs.tables
     written, fits = suara_figure(pp, region, figures_dir / "projection_suara", max_procs)
     written += node_aware_figure(pp, na_regions, figures_dir / "projection_node_aware", ppns,
                                  max_procs)
@@ -429,4 +434,4 @@ def make_projection(summary_csv, tables_dir, figures_dir, params_file=None,
             "suara_region": region, "node_aware_regions": na_regions}
 
 
-__all__ = ["make_projection", "suara_figure", "node_aware_figure", "HEADER", "table_rows"]
+__all__ = ["make", "project", "suara_figure", "node_aware_figure", "HEADER", "table_rows"]

@@ -1,31 +1,31 @@
 """Every report by name: what it reproduces, when a campaign gets it, the files it writes with
-their captions, and how it is made. One entry per report; the workflow's report rules
-(``workflow/rules/report.smk``, one rule per entry), the outputs `rule all` and the report
-page ask for (``workflow/rules/page.smk``), the page's captions (``page.py``) and the command
-line all read this list:
+their captions, and where it reads more than the summary. One entry per report; the
+workflow's report rules (``workflow/rules/report.smk``, one rule per entry, and the confirm,
+tune and SGD stages' rules), the outputs `rule all` and the report page ask for
+(``workflow/rules/page.smk``), the page's sections and the command line all read this list.
 
-    python -m harness.report NAME ARGUMENTS...
-    python -m harness.report --list
+Every report is one function of its module, ``make(inputs) -> list[Path]``: ``inputs`` is
+``inputs.Inputs``, the campaign's typed summary loaded once, its model parameters, the tables
+and figures directories, the store and the options. The module is imported only when the
+report is written (they import matplotlib). Adding a report is one entry here and one
+``make`` there.
 
-Most reports read a campaign's summary (``SUMMARY_CSV TABLES_DIR FIGURES_DIR``, some with one
-optional argument more); the SGD Table 5 reads the executions' documents; the confirmed and
-tuned reports read their stages' documents and are made by their rules only. Each report's
-module is imported only when it is written (they import matplotlib and pandas). Adding a
-report is one entry here.
+    python -m harness.report NAME --store results/<c> [options]     (``__main__.py``)
 """
 
 from __future__ import annotations
 
 import importlib
-import sys
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path
 
 from ..analysis.guidelines import MOCK_UPS
+from .inputs import Inputs
 
-SUMMARY = "SUMMARY_CSV TABLES_DIR FIGURES_DIR"
-TABLE_FORMATS = ("md", "tex", "csv")
+TABLE_FORMATS = ("md", "tex", "csv", "html")
 FIGURE_FORMATS = ("png", "pdf")
 
 
@@ -90,69 +90,68 @@ Caption = tuple[str, str, str]  # (paper, what it reproduces, how to read it)
 @dataclass(frozen=True)
 class Report:
     name: str
-    module: str  # harness.report.<module>
-    function: str  # its make_* function
+    module: str  # harness.report.<module>, whose make(inputs) writes it
     about: str  # what it reproduces: paper, tables and figures
     tables: tuple[str, ...] = ()  # file stems under tables/ ({library}, {experiment} expand)
     figures: tuple[str, ...] = ()  # file stems under figures/<c>/
     captions: dict[str, Caption] = field(default_factory=dict)  # stem (or prefix_*) -> caption
     applies: Callable[[Facts], bool] = lambda facts: True  # does a campaign get it
     rule: str = ""  # its workflow rule (report_<name> unless named)
-    from_summary: bool = True  # made from summary.csv by the generic rule of report.smk
     on_page: bool = True  # the report page waits for it (`rule all` asks for it either way)
-    params: str = ""  # model_params.json: "required" (an input, passed as params_json),
-    #                   "if_fitted" (the same when the campaign fits it: ping-pong cells) or
-    #                   "optional" (an input when it exists; the report finds it itself)
-    usage: str | None = SUMMARY  # its command-line arguments after NAME; None: rule only
-    optional: int = 0  # how many of the last arguments may be left out
-    variadic: bool = False  # the last argument repeats (one or more)
-    options: Callable[[Facts, dict], dict] = lambda facts, report: {}  # the rule's keywords,
+    params: str = ""  # model_params.json: "required" (an input), "if_fitted" (an input when
+    #                   the campaign fits it: ping-pong cells), "optional" (when it exists)
+    reads: str = ""  # the stage documents it reads under the store, instead of the summary
+    #                  alone (its rule is its stage's: confirm.smk, tune.smk, sgd.smk)
+    options: Callable[[Facts, dict], dict] = lambda facts, report: {}  # Inputs' options,
     #                                         from the facts and the config's `report:` block
 
     @property
     def rule_name(self) -> str:
         return self.rule or f"report_{self.name}"
 
-    def load(self):
-        return getattr(serial_import(f"harness.report.{self.module}"), self.function)
+    def load(self) -> Callable[[Inputs], list[Path]]:
+        """The report's ``make(inputs)``."""
+        return serial_import(f"harness.report.{self.module}").make
+
+    def write(self, inputs: Inputs) -> list[Path]:
+        return list(self.load()(inputs))
+
+    def stems(self, names, facts: Facts, experiment: str | None = None) -> list[str]:
+        """``names`` (its tables or figures) for a campaign with these facts; ``experiment``
+        (the SGD report's wildcard) fills ``{experiment}`` instead of every SGD experiment."""
+        out = []
+        for name in names:
+            if "{library}" in name:
+                libs = facts.tune_libraries if self.name == "tuned" else facts.native_libraries
+                out += [name.format(library=lib) for lib in libs]
+            elif "{experiment}" in name:
+                exps = [experiment] if experiment else facts.sgd_experiments
+                out += [name.replace("{experiment}", e) for e in exps]
+            else:
+                out.append(name)
+        return out
 
     def outputs(self, tables_dir: str, figures_dir: str, facts: Facts,
                 experiment: str | None = None) -> list[str]:
-        """The files the report writes for a campaign with these facts; ``experiment`` (the
-        SGD report's wildcard) fills ``{experiment}`` instead of every SGD experiment."""
-        def stems(names):
-            out = []
-            for name in names:
-                if "{library}" in name:
-                    libs = (facts.tune_libraries if self.name == "tuned"
-                            else facts.native_libraries)
-                    out += [name.format(library=lib) for lib in libs]
-                elif "{experiment}" in name:
-                    exps = [experiment] if experiment else facts.sgd_experiments
-                    out += [name.replace("{experiment}", e) for e in exps]
-                else:
-                    out.append(name)
-            return out
-        return ([f"{tables_dir}/{s}.{e}" for s in stems(self.tables) for e in TABLE_FORMATS]
-                + [f"{figures_dir}/{s}.{e}" for s in stems(self.figures) for e in FIGURE_FORMATS])
+        """The files the report writes for a campaign with these facts."""
+        return ([f"{tables_dir}/{s}.{e}" for s in self.stems(self.tables, facts, experiment)
+                 for e in TABLE_FORMATS]
+                + [f"{figures_dir}/{s}.{e}" for s in self.stems(self.figures, facts, experiment)
+                   for e in FIGURE_FORMATS])
 
-    def arity_ok(self, n: int) -> bool:
-        need = len(self.usage.split()) - self.optional
-        return n >= need if self.variadic else need <= n <= need + self.optional
+    def owns(self, stem: str, exact: bool) -> bool:
+        """Is ``stem`` one of its files (``exact``: by name, else by pattern)?"""
+        names = self.tables + self.figures
+        if exact:
+            return stem in names
+        return any(fnmatchcase(stem, _glob(n) + ("*" if n in self.figures else "")) for n in names)
 
-    def write(self, argv: list[str]) -> list:
-        """Write the report from its command-line arguments; the files written."""
-        fn = self.load()
-        if self.variadic:  # TABLES_DIR FIGURES_DIR EXPERIMENT JSON...: the documents come first
-            tables_dir, figures_dir, experiment, *documents = argv
-            out = fn(documents, tables_dir, figures_dir, experiment)
-        else:
-            out = fn(*argv)
-        return out["written"] if isinstance(out, dict) else list(out or [])
 
+def _glob(stem: str) -> str:
+    return stem.replace("{library}", "*").replace("{experiment}", "*")
 
 REPORTS = {r.name: r for r in (
-    Report("auto_vs_best", "figures", "make_all",
+    Report("auto_vs_best", "figures",
            "AUTO vs BEST table and per-library throughput figures (Castelló et al., Sec. 4.3, "
            "Figs. 5-6)",
            tables=("auto_vs_best",), figures=("auto_vs_best_{library}",), rule="report",
@@ -166,16 +165,15 @@ REPORTS = {r.name: r for r in (
                                "top: MiB/s against message size, AUTO thick black, BEST ringed and named; "
                                "bottom: gain AUTO/BEST, empty bar = tie, hatched = oversubscribed"),
            }),
-    Report("bound", "bound", "make_all",
+    Report("bound", "bound",
            "every timed allreduce cell against its lower bound (Chan et al. 2007)",
            tables=("bound",), applies=lambda facts: facts.pingpong, params="required",
-           usage=f"{SUMMARY} [MODEL_PARAMS_JSON]", optional=1,
            captions={
             "bound": ("Chan et al. 2007", "how far each algorithm sits from the lower bound",
                       "per installation, P and algorithm: time / bound over the sizes (median, "
                       "smallest, largest); the CSV has every cell's bound and bound_ratio"),
            }),
-    Report("auto_choices", "auto_choices", "make_all",
+    Report("auto_choices", "auto_choices",
            "what AUTO ran in each cell: the library's own choice, seen under gdb (harness whatran)",
            tables=("auto_choices",), figures=("auto_choices",),
            applies=lambda facts: facts.auto_ran,
@@ -185,12 +183,12 @@ REPORTS = {r.name: r for r in (
                              "library's functions under gdb), its time, and BEST where BEST is "
                              "another algorithm"),
            }),
-    Report("confirm", "confirm", "make_confirm",
+    Report("confirm", "confirm",
            "AUTO vs BEST, and the guideline violations, confirmed in fresh A B B A launches, "
            "from confirm/<group>.json",
            tables=("auto_vs_best_confirmed", "guidelines_confirmed"),
            figures=("auto_vs_best_confirmed",),
-           applies=lambda facts: bool(facts.confirm_groups), from_summary=False, usage=None,
+           applies=lambda facts: bool(facts.confirm_groups), reads="confirm/*.json",
            captions={
             "auto_vs_best_confirmed": ("Castelló et al.", "AUTO vs BEST, confirmed in fresh launches",
                                        "gain t_AUTO/t_BEST from alternating launches (A B B A) with its "
@@ -199,11 +197,12 @@ REPORTS = {r.name: r for r in (
                                      "each violation of the campaign, AUTO and the mock-up in fresh "
                                      "alternating launches: speedup t_AUTO/t_mock-up with its 95% CI"),
            }),
-    Report("tuned", "tuned", "make_tuned",
+    Report("tuned", "tuned",
            "AUTO vs each library following the campaign's tuning file, from "
            "tuning/verify-<library>.json",
            tables=("tuned",), figures=("tuned_{library}",),
-           applies=lambda facts: bool(facts.tune_libraries), from_summary=False, usage=None,
+           applies=lambda facts: bool(facts.tune_libraries), reads="tuning/verify-*.json",
+           options=lambda facts, report: {"libraries": list(facts.tune_libraries)},
            captions={
             "tuned": ("tuned selection", "AUTO vs each library following the campaign's tuning file",
                       "fresh interleaved launches at measured and held-out points: gain AUTO/tuned, "
@@ -212,12 +211,11 @@ REPORTS = {r.name: r for r in (
                         "per P: AUTO black, tuned red, BEST stars, Intel MPI's autotuner violet; "
                         "hollow markers are held-out points"),
            }),
-    Report("castello_models", "castello_models", "make_all",
+    Report("castello_models", "castello_models",
            "Castelló et al. Table 1's models against measurement, Bienz et al. Fig. 5",
            tables=("castello_models", "network_params"),
            figures=("castello_fig1", "castello_fig2", "castello_fig3", "maxrate_fig5"),
            applies=lambda facts: facts.pingpong, params="required",
-           usage=f"{SUMMARY} [MODEL_PARAMS_JSON]", optional=1,
            captions={
             "network_params": ("Castelló et al.", "network parameters from ping-pong (Sect. 4, Fig. 4)",
                                "Hockney alpha and beta per library from one-pair ping-pong, gamma from "
@@ -241,11 +239,10 @@ REPORTS = {r.name: r for r in (
                              "modelled time per level (socket, node, network at ppn 1, 2, 4, ...) from "
                              "the fitted parameters, with the measured ping-pong points"),
            }),
-    Report("cross_library", "cross_library", "make_all",
+    Report("cross_library", "cross_library",
            "the libraries side by side, normalised to a reference library",
            tables=("cross_library",), figures=("cross_library", "cross_library_normalised"),
            applies=lambda facts: len(facts.native_libraries) >= 2,
-           usage=f"{SUMMARY} [REFERENCE]", optional=1,
            options=lambda facts, report: {"reference": report["reference_library"]},
            captions={
             "cross_library": ("Castelló et al.", "Fig. 6: every library's AUTO and BEST; Fig. 10 "
@@ -258,10 +255,10 @@ REPORTS = {r.name: r for r in (
                                          "per size, each library's AUTO (hatched) and BEST (solid) as "
                                          "reference AUTO time / time; above the line at 1 is faster"),
            }),
-    Report("suara", "suara", "make_suara", "SUARA2 / SUARA-L tables and figures (Nuriyev et al.)",
+    Report("suara", "suara", "SUARA2 / SUARA-L tables and figures (Nuriyev et al.)",
            tables=("suara_choice", "model_vs_measured", "fitted_params", "suara_agreement"),
            figures=("suara_speedup", "suara_grid", "suara_agreement"),
-           applies=lambda facts: facts.suara,
+           applies=lambda facts: facts.suara, params="optional",
            captions={
             "suara_choice": ("Nuriyev et al. (SUARA)", "SUARA2's choice per P and size",
                              "grid and combination the model picks, predicted and measured time, "
@@ -277,12 +274,12 @@ REPORTS = {r.name: r for r in (
             "suara_grid": ("Nuriyev et al. (SUARA)", "Fig. 7: time against P_c",
                            "every grid of one P; the minimum is the best grid"),
            }),
-    Report("node_aware", "node_aware", "make_all",
+    Report("node_aware", "node_aware",
            "RD vs SMP vs NAP, message counts, the max-rate model, Fig. 1 (Bienz et al.)",
            tables=("node_aware_counts", "node_aware_times", "node_aware_fig1"),
            figures=("node_aware_vs_procs", "node_aware_vs_size", "node_aware_model",
                     "node_aware_fig1"),
-           applies=lambda facts: facts.node_aware,
+           applies=lambda facts: facts.node_aware, params="optional",
            captions={
             "node_aware_counts": ("Bienz et al.", "message counts per call",
                                   "inter- and intra-node messages of one rank against the paper's step counts"),
@@ -303,7 +300,7 @@ REPORTS = {r.name: r for r in (
                                  "modelled cost with illustrative parameters, or those fitted from the "
                                  "campaign's ping-pong (harness fit) when it has some; see the title"),
            }),
-    Report("pap", "pap", "make_pap", "PAP Tables 3-4 and Figs. 10-12 (Proficz 2018)",
+    Report("pap", "pap", "PAP Tables 3-4 and Figs. 10-12 (Proficz 2018)",
            tables=("pap_table3", "pap_table4"), figures=("pap_fig10", "pap_fig11", "pap_fig12"),
            applies=lambda facts: facts.pap,
            captions={
@@ -316,7 +313,7 @@ REPORTS = {r.name: r for r in (
                           "lower is better"),
             "pap_fig12": ("Proficz (PAP)", "Fig. 12: time against P", "lower is better"),
            }),
-    Report("workload", "workload", "make_all",
+    Report("workload", "workload",
            "training-iteration workloads: AUTO vs BEST, images/s (Castelló et al., Figs. 9-10), "
            "and Fig. 7, the gradient sizes of the models they replay",
            tables=("workload", "workload_normalised", "dnn_models"),
@@ -339,7 +336,7 @@ REPORTS = {r.name: r for r in (
             "dnn_fig7": ("Castelló et al., Sect. 5", "Fig. 7: message sizes and counts per model",
                          "one gradient tensor per message before fusion"),
            }),
-    Report("pingpong", "pingpong", "make_all", "ping-pong and local-reduction fits",
+    Report("pingpong", "pingpong", "ping-pong and local-reduction fits",
            tables=("pingpong",), figures=("pingpong_fig4",),
            applies=lambda facts: facts.pingpong_or_local,
            captions={
@@ -351,7 +348,7 @@ REPORTS = {r.name: r for r in (
                               "per-pair bandwidth per k concurrent pairs, or the local reduction's "
                               "bytes/s"),
            }),
-    Report("guidelines", "guidelines", "make_all",
+    Report("guidelines", "guidelines",
            "performance guidelines: AUTO against Reduce + Bcast, Reduce_scatter + Allgather and "
            "two half Allreduces of the same library (Hunold's PGChecker)",
            tables=("guidelines",), figures=("guidelines",),
@@ -363,11 +360,10 @@ REPORTS = {r.name: r for r in (
                               "(mock-up faster, 95% CIs apart) is a performance bug of the "
                               "library's selection; filled markers in the figure"),
            }),
-    Report("projection", "projection", "make_projection",
+    Report("projection", "projection",
            "the models' projection past the cluster, up to P = 16,384",
            tables=("projection",), figures=("projection_suara", "projection_node_aware"),
            applies=lambda facts: facts.suara or facts.node_aware, params="optional",
-           usage=f"{SUMMARY} [PARAMS_JSON]", optional=1,
            captions={
             "projection": ("model projection", "predicted winners up to P = 16384, as a table",
                            "models only: SUARA2 vs the best single Open MPI algorithm and RD/SMP/NAP "
@@ -379,12 +375,11 @@ REPORTS = {r.name: r for r in (
                                       "per ppn, the fastest of RD, SMP and NAP, shade = speedup over "
                                       "RD, box = measured cells; below, 8 B against P and cost against size"),
            }),
-    Report("sgd", "sgd", "make_table5",
+    Report("sgd", "sgd",
            "Table 5 of the distributed SGD (Proficz 2018) from its executions' documents",
            tables=("sgd_{experiment}",), figures=("sgd_{experiment}_loss",),
-           applies=lambda facts: bool(facts.sgd_experiments), from_summary=False,
-           on_page=False,
-           usage="TABLES_DIR FIGURES_DIR EXPERIMENT JSON", variadic=True),
+           applies=lambda facts: bool(facts.sgd_experiments), reads="sgd/{experiment}/*.json",
+           on_page=False),
 )}
 
 
@@ -398,31 +393,19 @@ def captions() -> dict[str, Caption]:
     return {stem: cap for r in REPORTS.values() for stem, cap in r.captions.items()}
 
 
-def usage() -> str:
-    width = max(len(r.name) for r in REPORTS.values())
-    lines = ["usage: python -m harness.report NAME ARGUMENTS...   (--list: the reports)", ""]
-    lines += [f"  {r.name:{width}s}  "
-              + (f"{r.usage}{'...' if r.variadic else ''}" if r.usage
-                 else f"(made by the workflow's rule {r.rule_name} only)")
-              + f"\n  {'':{width}s}  {r.about}" for r in REPORTS.values()]
-    return "\n".join(lines)
+def report_of(stem: str) -> Report | None:
+    """The report that writes the file ``stem`` (by name first, then by pattern)."""
+    for exact in (True, False):
+        for report in REPORTS.values():
+            if report.owns(stem, exact):
+                return report
+    return None
 
 
-def main(argv=None) -> int:
-    """Write one report and print the files written; 2 with the usage on bad arguments."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] in (["--list"], ["-h"], ["--help"]):
-        print(usage())
-        return 0
-    report = REPORTS.get(argv[0]) if argv else None
-    if report is not None and not report.usage:
-        report = None
-    if report is None or not report.arity_ok(len(argv) - 1):
-        what = (f"unknown report {argv[0]!r}" if argv and report is None else
-                f"{argv[0]}: expected {report.usage}{'...' if report.variadic else ''}"
-                if argv else "no report named")
-        print(f"harness.report: {what}\n\n{usage()}", file=sys.stderr)
-        return 2
-    for path in report.write(argv[1:]):
-        print(path)
-    return 0
+def caption_of(report: Report, stem: str) -> Caption:
+    if stem in report.captions:
+        return report.captions[stem]
+    for key, cap in report.captions.items():
+        if key.endswith("*") and stem.startswith(key[:-1]):
+            return cap
+    return ("", stem, "")

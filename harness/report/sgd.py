@@ -10,8 +10,8 @@
 - the table: ``sgd_<experiment>.{md,tex,csv}`` (``.csv``: the numbers, times in seconds).
 - ``loss_figure``: training loss over the iterations per algorithm (mean over executions,
   smoothed), ``figures/<c>/sgd_<experiment>_loss.{png,pdf}``.
-- ``make_table5(paths, tables_dir, figures_dir, experiment)``: all of them (rule
-  ``report_sgd``); ``python -m harness.report.sgd TABLES_DIR FIGURES_DIR EXPERIMENT JSON...``.
+- ``make(inputs)``: all of them (rule ``report_sgd``); ``python -m harness.report sgd --store
+  results/<c> --experiment E``.
 """
 
 from __future__ import annotations
@@ -194,16 +194,18 @@ def loss_figure(docs: list[dict], path_without_ext, title: str) -> list[Path]:
     return style.save(fig, path_without_ext)
 
 
-def make_table5(paths, tables_dir, figures_dir, experiment: str) -> list[Path]:
-    """Table 5 and the loss figure of one experiment's execution documents."""
-    docs = [read_json(p) for p in paths]
+def make(inputs) -> list[Path]:
+    """Table 5 and the loss figure of one experiment (``inputs.experiment``) from its
+    executions' documents (``inputs.documents``: ``sgd/<experiment>/<execution>.json``)."""
+    experiment = inputs.experiment
+    docs = [read_json(p) for p in inputs.documents]
     if not docs:
         raise ValueError(f"sgd experiment {experiment}: no executions")
     t = table5(docs)
-    written = tables.write_table(t, Path(tables_dir) / f"sgd_{experiment}", caption(docs),
+    written = tables.write_table(t, inputs.tables / f"sgd_{experiment}", caption(docs),
                                  header=HEADER, rows=_rows(t), bold_caption=True)
     d = docs[0]
     title = (f"Training loss, {d['library']} P={d['procs']}, synthetic data "
              f"(moving average of {SMOOTH})")
-    written += loss_figure(docs, Path(figures_dir) / f"sgd_{experiment}_loss", title)
+    written += loss_figure(docs, inputs.figures / f"sgd_{experiment}_loss", title)
     return written

@@ -1,6 +1,6 @@
 """SUARA tables and figures (Nuriyev et al. 2023), from ``summary.csv`` alone.
 
-``make_suara(summary_csv, tables_dir, figures_dir)`` writes:
+``make(inputs)`` writes:
 
 - ``figures/suara_speedup.{png,pdf}`` (Fig. 8 style): measured speedup of SUARA2 (``grid``
   auto or best-grid) over the library's native allreduce, AUTO (solid) and BEST native algorithm
@@ -350,12 +350,14 @@ def agreement_figure(agree: pd.DataFrame, path) -> list[Path]:
     return style.save(fig, path)
 
 
-def make_suara(summary_csv, tables_dir, figures_dir) -> list[Path]:
+def make(inputs) -> list[Path]:
+    """Every SUARA table and figure; the agreement table also checks ``model_params.json``
+    beside the summary when it exists."""
     style.setup()
-    d = _load(summary_csv)
-    params, how = fitted_params(summary_csv)
-    tdir, fdir = Path(tables_dir), Path(figures_dir)
-    agree = agreement_table(d, agreement_models(summary_csv, params, how))
+    d = _load(inputs.summary)
+    params, how = fitted_params(inputs.summary)
+    tdir, fdir = inputs.tables, inputs.figures
+    agree = agreement_table(d, agreement_models(inputs.store / "summary.csv", params, how))
     written = []
     for t, name, caption in (
             (choice_table(d, params), "suara_choice",

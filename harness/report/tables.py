@@ -1,15 +1,18 @@
-"""AUTO vs BEST (Castelló et al. 2021, Sec. 4.3) as a table: the rows come from
-``harness.analysis.auto_vs_best`` (whose names this module also offers the reports:
-``prepare``, ``auto_vs_best``, ``mibs`` ...); here they are formatted.
+"""Every report's tables, written in one place, and AUTO vs BEST (Castelló et al. 2021, Sec.
+4.3) formatted (its rows come from ``harness.analysis.auto_vs_best``, whose names this module
+also offers the reports: ``prepare``, ``auto_vs_best``, ``mibs`` ...).
 
-Every report writes its tables here: ``write_table(frame, path_without_ext, caption,
-**layout)`` writes ``.md``, ``.tex`` (booktabs) and ``.csv`` (the numeric table, times in
-seconds), each atomically, laid out by ``render``'s keywords; ``write_table(table,
+A table is declared once: a header and rows of cells (``render``'s keywords), and the numeric
+frame. ``write_table(frame, path_without_ext, caption, **layout)`` renders the declared cells
+to ``.md``, ``.tex`` (booktabs) and ``.html`` (the report page's fragment: the rows that claim
+nothing, oversubscribed or not converged, folded under the table), and writes the frame as
+``.csv`` (the numbers, times in seconds), each atomically; ``write_table(table,
 path_without_ext, caption)`` alone writes an ``auto_vs_best`` table.
 """
 
 from __future__ import annotations
 
+import html
 import math
 from pathlib import Path
 from typing import NamedTuple
@@ -185,10 +188,11 @@ def tex_escape(text: str, symbols: dict[str, str] | None = None) -> str:
 
 # ------------------------------------------------------------------------ writing tables
 #
-# Every report writes its tables through ``write_table``: ``.md``, ``.tex`` (booktabs) and
-# ``.csv``. A row is a list of cells, a cell a string (or any value, shown with ``str``) or a
+# Every report writes its tables through ``write_table``: ``.md``, ``.tex`` (booktabs),
+# ``.csv`` and ``.html``. A row is a list of cells, a cell a string (or any value, shown with ``str``) or a
 # dict: ``text``; ``tex``, the LaTeX text when it differs from the Markdown (before escaping);
-# flags ``bold``, ``dagger`` (a †) and ``interval`` (LaTeX: small, in brackets).
+# flags ``bold``, ``dagger`` (a †), ``interval`` (LaTeX: small, in brackets) and ``numeric``
+# (HTML: right-aligned).
 
 
 class Rule(str):
@@ -294,6 +298,86 @@ def _latex(b: Block, env, placement, align, bold_header, group_first, span, symb
     return "\n".join(out)
 
 
+# marks of a row that claims nothing: oversubscribed (‡) or not converged (†)
+QUIET_MARKS = ("‡", "†")
+QUIET_WORDS = ("oversubscribed", "not-converged", "not converged")
+
+
+def claims_nothing(row) -> bool:
+    """A row measured oversubscribed or not converged: a cell marked ‡ or † (or flagged
+    ``dagger``), or saying so in words (a status or verdict)."""
+    for cell in row:
+        text = _text(cell).strip()
+        if (isinstance(cell, dict) and cell.get("dagger") and text) or any(
+                m in text for m in QUIET_MARKS):
+            return True
+        if text in QUIET_WORDS or any(text.endswith(f"({w})") for w in QUIET_WORDS):
+            return True
+    return False
+
+
+def _html_rows(rows, n: int, align: str | None) -> list[str]:
+    spec = _spec(align, n) if align else "l" * n
+    out = []
+    for row in rows:
+        if isinstance(row, Section):
+            out.append(f'<tr class="section"><td colspan="{n}"><i>{html.escape(row)}</i></td></tr>')
+            continue
+        tds = []
+        for i, cell in enumerate(row):
+            c = cell if isinstance(cell, dict) else {"text": cell}
+            t = html.escape(str(c["text"])) + (" †" if c.get("dagger") and str(c["text"]) else "")
+            t = f"<b>{t}</b>" if c.get("bold") and t else t
+            num = c.get("numeric") or (i < len(spec) and spec[i] == "r")
+            tds.append(f'<td class="num">{t}</td>' if num else f"<td>{t}</td>")
+        out.append("<tr>" + "".join(tds) + "</tr>")
+    return out
+
+
+def _html_table(header, rows, align) -> str:
+    head = "".join(f"<th>{html.escape(_text(h))}</th>" for h in header)
+    body = "\n".join(_html_rows(rows, len(header), align))
+    return f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>"
+
+
+def _html(b: Block, align) -> str:
+    """One block as HTML: the rows that claim something, then the others folded."""
+    said, quiet, section = [], [], None
+    for row in b.rows:
+        if isinstance(row, Rule):
+            continue
+        if isinstance(row, Section):
+            section = row
+            continue
+        into = quiet if claims_nothing(row) else said
+        if section is not None and section not in into:
+            into.append(section)
+        into.append(row)
+    out = [f'<p class="tcap">{html.escape(b.caption)}</p>'] if b.caption else []
+    if said or not quiet:
+        out.append(_html_table(b.header, said, align))
+    if quiet:
+        n = sum(not isinstance(r, Section) for r in quiet)
+        out.append(f"<details><summary>{n} row{'s' * (n != 1)} that claim{'s' * (n == 1)} nothing "
+                   "(oversubscribed or not converged)</summary>"
+                   + _html_table(b.header, quiet, align) + "</details>")
+    return "\n".join(out)
+
+
+def render_html(caption: str = "", *, header=(), rows=(), blocks: list[Block] | None = None,
+                preamble: tuple[str, str] = ("", ""), md_note: str = "",
+                align: str | None = None, **_latex_and_markdown) -> str:
+    """The HTML fragment of a table declared as for ``render`` (its keywords)."""
+    if blocks is None:
+        blocks = [Block(list(header), list(rows), caption)]
+    text = [f'<p class="note">{html.escape(t.strip())}</p>'
+            for t in (preamble[0].lstrip("# "),) if t.strip()]
+    text += [_html(b, align) for b in blocks]
+    if md_note.strip():
+        text.append(f'<p class="note">{html.escape(md_note.strip())}</p>')
+    return "\n".join(text) + "\n"
+
+
 def render(caption: str = "", *, header=(), rows=(), label: str = "",
            tex_caption: str | None = None, blocks: list[Block] | None = None,
            preamble: tuple[str, str] = ("", ""), md_note: str = "", env: str = "table",
@@ -320,8 +404,9 @@ def render(caption: str = "", *, header=(), rows=(), label: str = "",
 
 
 def write_table(frame: pd.DataFrame, path_without_ext, caption: str = "", **layout) -> list[Path]:
-    """Write ``<path>.md``, ``<path>.tex`` (booktabs) and ``<path>.csv`` (``frame``, the
-    numbers: times in seconds), each atomically; returns the paths. ``layout``: ``render``'s
+    """Write ``<path>.md``, ``<path>.tex`` (booktabs), ``<path>.csv`` (``frame``, the
+    numbers: times in seconds) and ``<path>.html`` (the page's), each atomically; returns the
+    paths. ``layout``: ``render``'s
     keywords, the label ``tab:<name>`` unless given; with no ``header`` and no ``blocks``,
     ``frame`` is an ``auto_vs_best`` table, presented as ``display`` does."""
     base = Path(path_without_ext)
@@ -330,8 +415,9 @@ def write_table(frame: pd.DataFrame, path_without_ext, caption: str = "", **layo
         layout = {**_auto_vs_best(frame, caption), **layout}
     layout.setdefault("label", f"tab:{base.name.replace('_', '-')}")
     md, tex = render(caption, **layout)
-    paths = [base.parent / f"{base.name}.{ext}" for ext in ("md", "tex", "csv")]
-    for path, text in zip(paths, (md, tex, frame.to_csv(index=False))):
+    page = render_html(caption, **layout)
+    paths = [base.parent / f"{base.name}.{ext}" for ext in ("md", "tex", "csv", "html")]
+    for path, text in zip(paths, (md, tex, frame.to_csv(index=False), page)):
         atomic_write_text(path, text)
     return paths
 

@@ -126,11 +126,13 @@ def figure(df: pd.DataFrame, library: str, path) -> list[Path]:
     return style.save(fig, path)
 
 
-def make_tuned(paths, tables_dir, figures_dir, libraries) -> list[Path]:
-    df = load([p for p in paths if Path(p).is_file()])
+def make(inputs) -> list[Path]:
+    """The table and each library's figure (``inputs.libraries``) from the verification's
+    documents (``inputs.documents``: ``tuning/verify-<library>.json``)."""
+    df = load([p for p in inputs.documents if Path(p).is_file()])
     # the csv: the numbers, times in seconds
-    written = tables.write_table(df, Path(tables_dir) / "tuned", CAPTION,
+    written = tables.write_table(df, inputs.tables / "tuned", CAPTION,
                                  **tables.cells_of(display(df)))
-    for lib in libraries:
-        written += figure(df, lib, Path(figures_dir) / f"tuned_{lib}")
+    for lib in inputs.libraries:
+        written += figure(df, lib, inputs.figures / f"tuned_{lib}")
     return written

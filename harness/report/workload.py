@@ -188,13 +188,13 @@ def figure_normalised(t: pd.DataFrame, n: pd.DataFrame, base: Path) -> list[Path
     return style.save(fig, base)
 
 
-def make_all(summary_csv, tables_dir, figures_dir, models=None) -> list[Path]:
+def make(inputs) -> list[Path]:
     """Every workload table and figure of a campaign (files exist even with no data); with
-    ``models`` (the workloads' model names) also Fig. 7 of their gradients (``dnn_traces``)."""
-    df = pd.read_csv(summary_csv)
-    t = table(df)
+    ``inputs.models`` (the workloads' model names) also Fig. 7 of their gradients
+    (``dnn_traces``)."""
+    t = table(inputs.summary)
     n = normalised(t)
-    tdir, fdir = Path(tables_dir), Path(figures_dir)
+    tdir, fdir = inputs.tables, inputs.figures
     header, body = _display(t)
     written = tables.write_table(t, tdir / "workload", CAPTION, header=header, rows=body)
     nh = ["P", "Workload", "Library", "AUTO / ref AUTO", "BEST / ref AUTO", "BEST"]
@@ -208,6 +208,6 @@ def make_all(summary_csv, tables_dir, figures_dir, models=None) -> list[Path]:
                                   f"right).", header=nh, rows=nb)
     written += figure_images(t, fdir / "workload_fig9")
     written += figure_normalised(t, n, fdir / "workload_fig10")
-    if models is not None:
-        written += make_fig7(models, tdir, fdir)
+    if inputs.models:
+        written += make_fig7(list(inputs.models), tdir, fdir)
     return written

@@ -31,4 +31,4 @@ rule report_confirm:
     output:
         REPORTS["confirm"].outputs(RES + "/tables", FIG, FACTS),
     run:
-        REPORTS["confirm"].load()(input, RES + "/tables", FIG)
+        REPORTS["confirm"].write(report_inputs(REPORTS["confirm"], documents=list(input)))

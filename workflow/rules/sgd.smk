@@ -95,7 +95,8 @@ rule report_sgd:
     wildcard_constraints:
         experiment="[A-Za-z0-9][A-Za-z0-9._-]*",
     run:
-        REPORTS["sgd"].load()(input, RES + "/tables", FIG, wildcards.experiment)
+        REPORTS["sgd"].write(report_inputs(REPORTS["sgd"], documents=list(input),
+                                           experiment=wildcards.experiment))
 
 
 # what `rule all` asks for: nothing while the config has no `sgd:` experiment

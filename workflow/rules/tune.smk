@@ -47,4 +47,4 @@ rule report_tuned:
     output:
         REPORTS["tuned"].outputs(RES + "/tables", FIG, FACTS),
     run:
-        REPORTS["tuned"].load()(input, RES + "/tables", FIG, TUNE_LIBS)
+        REPORTS["tuned"].write(report_inputs(REPORTS["tuned"], documents=list(input)))

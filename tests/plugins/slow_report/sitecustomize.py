@@ -1,7 +1,7 @@
 """Test-only delay of the report stage, on PYTHONPATH of a workflow (never part of the harness).
 
 With HARNESS_TEST_REPORT_STARTED=<path>, the AUTO-vs-BEST report (``harness.report.figures.
-make_all``, what the workflow's ``report`` rule calls) first writes its process id to <path>,
+make``, what the workflow's ``report`` rule calls) first writes its process id to <path>,
 then sleeps HARNESS_TEST_SLOW_REPORT seconds (default 20) before drawing anything: a test can
 see that the stage has started and interrupt the workflow while the stage's outputs are
 provably not written yet. Every other process and module is untouched."""
@@ -26,15 +26,15 @@ class _DelayReport(importlib.abc.MetaPathFinder):
 
         def exec_module(module):
             load(module)
-            real = module.make_all
+            real = module.make
 
-            def make_all(*args, **kwargs):
+            def make(*args, **kwargs):
                 with open(STARTED, "w") as fh:
                     fh.write(str(os.getpid()))
                 time.sleep(float(os.environ.get("HARNESS_TEST_SLOW_REPORT", "20")))
                 return real(*args, **kwargs)
 
-            module.make_all = make_all
+            module.make = make
 
         spec.loader.exec_module = exec_module
         return spec
