@@ -161,3 +161,12 @@ def auto_vs_best(df: pd.DataFrame) -> pd.DataFrame:
     out.attrs["keys"] = keys
     out.attrs["statistic"] = str(d["statistic"].iloc[0]) if "statistic" in d and len(d) else "mean"
     return out
+
+
+def auto_choices(summary: pd.DataFrame) -> pd.DataFrame:
+    """The AUTO-vs-BEST rows whose AUTO cell says what it ran (the summary's ``auto_ran``,
+    from the campaign's auto_ran stage); empty when none does."""
+    table = auto_vs_best(summary)
+    if "auto_ran" not in table or table.empty:
+        return pd.DataFrame()
+    return table[table["auto_ran"] != ""].reset_index(drop=True)

@@ -25,6 +25,10 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..results.summary import allreduce_rows
+from .auto_vs_best import prepare
+from .vocabulary import timed_mask
+
 INTRA = ("node", "socket")  # the levels ranks of one node talk over, nearest last tried
 
 
@@ -72,3 +76,34 @@ def add_bounds(df: pd.DataFrame, doc: dict, time: str = "mean") -> pd.DataFrame:
         out["bound_ratio"] = np.where(out["bound"] > 0, t / out["bound"], np.nan)
     out["bound_level"] = levels
     return out
+
+
+CELL_COLUMNS = ["library", "library_version", "algorithm", "procs", "nodes", "size", "dtype",
+                "op", "delay", "mean", "oversubscribed"]
+GROUP = ["library", "library_version", "procs", "nodes", "algorithm"]
+
+
+def cells(summary: pd.DataFrame, doc: dict) -> pd.DataFrame:
+    """Every timed allreduce cell of ``summary`` with a message (``CELL_COLUMNS``) and its
+    bound (``add_bounds`` with the ``model_params.json`` document ``doc``)."""
+    d = prepare(allreduce_rows(summary))
+    d = d[timed_mask(d)]
+    t = (add_bounds(d[CELL_COLUMNS], doc) if len(d) else
+         pd.DataFrame(columns=CELL_COLUMNS + ["bound", "bound_ratio", "bound_level"]))
+    return t[t["size"] > 0]
+
+
+def by_algorithm(t: pd.DataFrame) -> pd.DataFrame:
+    """Per installation, P, node count and algorithm of ``cells``' rows that have a bound: the
+    sizes, the median, smallest and largest time/bound, how many sizes fall below the bound,
+    the link's level and whether any cell was oversubscribed."""
+    rows = []
+    keyed = t.dropna(subset=["bound_ratio"])
+    for key, g in keyed.groupby(GROUP, sort=False):
+        r = g["bound_ratio"]
+        rows.append({**dict(zip(GROUP, key)), "sizes": len(g), "median": float(r.median()),
+                     "smallest": float(r.min()), "largest": float(r.max()),
+                     "below": int((r < 1).sum()), "level": g["bound_level"].iloc[0],
+                     "oversubscribed": bool(g["oversubscribed"].any())})
+    return pd.DataFrame(rows, columns=[*GROUP, "sizes", "median", "smallest", "largest",
+                                       "below", "level", "oversubscribed"])

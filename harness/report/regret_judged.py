@@ -9,14 +9,16 @@ import numpy as np
 import pandas as pd
 
 from ..analysis import regret
+from ..analysis.replay import (  # noqa: F401  (the judged table's rows)
+    JUDGED_COLUMNS,
+    JUDGED_SHARES,
+    QUARTER,
+    judge_table,
+    judged_rows,
+)
 from . import style
-from .regret_style import POLICY_STYLE, median_curve, percent, spread
+from .regret_style import POLICY_STYLE, median_curve, percent
 
-QUARTER = 0.25  # the share of the exhaustive cells the judged table reads the curves at
-JUDGED_SHARES = (0.1, QUARTER, 0.5)
-JUDGED_COLUMNS = ["library", "judge", "policy", "seeds", "share", "cells", "judged_regret",
-                  "judged_regret_low", "judged_regret_high", "judged_cost", "judged_cost_low",
-                  "judged_cost_high", "points"]
 JUDGED_CAPTION = ("The choices replayed against {truth} timed in {judge}, another exhaustive "
                   "campaign of the same cells (its own launches; several, pooled: the mean of "
                   "their times per cell): the mean regret t/t(BEST) - 1 "
@@ -26,32 +28,6 @@ JUDGED_CAPTION = ("The choices replayed against {truth} timed in {judge}, anothe
                   "measuring every cell once reaches in other launches, the floor a policy can "
                   "reach; a cost near 0 means the policy tunes as well as the exhaustive "
                   "campaign.")
-
-
-def judged_rows(curves: pd.DataFrame, table: pd.DataFrame, judge: pd.DataFrame,
-                library: str, judge_name: str) -> list[dict]:
-    """The rows of ``regret_judged.csv`` of one library (``JUDGED_COLUMNS``): the exhaustive
-    campaign's own choice, then each policy at each share of ``JUDGED_SHARES``."""
-    floor = regret.exhaustive_judged(table, judge)
-    rows = [{"library": library, "judge": judge_name, "policy": "exhaustive", "seeds": 1,
-             "share": 1.0, "cells": len(table), "judged_regret": floor["judged_regret"],
-             "judged_cost": 0.0, "points": floor["points"]}]
-    for name, group in curves[curves["library"] == library].groupby("policy", sort=True):
-        for share in JUDGED_SHARES:
-            want = share * len(table)
-            reached = [g[g["cells"] >= want].iloc[0] for _, g in group.groupby("seed", sort=True)
-                       if (g["cells"] >= want).any()]
-            if not reached:
-                continue
-            at = pd.DataFrame(reached)
-            row = {"library": library, "judge": judge_name, "policy": name,
-                   "seeds": len(at), "share": share, "cells": float(at["cells"].median()),
-                   "points": floor["points"]}
-            for column in ("judged_regret", "judged_cost"):
-                mid, low, high = spread(at[column])
-                row.update({column: mid, f"{column}_low": low, f"{column}_high": high})
-            rows.append(row)
-    return rows
 
 
 def judged_display(frame: pd.DataFrame) -> pd.DataFrame:
@@ -95,11 +71,3 @@ def judged_panel(ax, d: pd.DataFrame, total: int, floor: float, judge_name: str)
     ax.legend(fontsize=7, loc="upper right")
 
 
-def judge_table(judge, library: str, name: str) -> pd.DataFrame:
-    """The truth table of ``library`` in the judging campaign, or pooled over several
-    (``judge``: a summary or a list of summaries; ``regret.pooled``); ValueError naming it."""
-    try:
-        summaries = judge if isinstance(judge, list) else [judge]
-        return regret.pooled([regret.truth(one, library) for one in summaries])
-    except ValueError as exc:
-        raise ValueError(f"judge {name}: {exc}") from None

@@ -17,12 +17,6 @@ def percent(x) -> str:
     return f"{100 * x:.1f} %" if isinstance(x, (int, float)) and math.isfinite(x) else ""
 
 
-def spread(values) -> tuple[float, float, float]:
-    """(median, min, max) of ``values``; inf stands for 'not reached'."""
-    v = np.asarray(values, dtype=float)
-    return float(np.median(v)), float(v.min()), float(v.max())
-
-
 POLICY_STYLE = {policy: (SERIES_COLORS[policy], label) for policy, label in (
     ("adaptive", "adaptive (surrogate)"), ("random", "random cells"), ("grid", "fixed grid"))}
 
