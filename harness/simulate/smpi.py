@@ -1,0 +1,225 @@
+"""SMPI's own ``MPI_Allreduce`` on a simulated platform, for reference: a tiny C program that
+times one call per size, compiled once with ``smpicc`` and run with ``smpirun`` on the
+platform file of ``harness.simulate.platform``.
+
+The program gives every call the same start on every rank: rank r sleeps (in simulated time)
+until an agreed instant, reads ``MPI_Wtime``, calls ``MPI_Allreduce`` and reads it again; rank
+0 gathers the ranks' times, and the next size starts a whole simulated second after the last
+rank finished. ``--cfg=smpi/allreduce:NAME`` forces SMPI's algorithm NAME (``rdb``, ``lr``,
+``rab1``, ``ompi_ring_segmented``, ...), ``--cfg=smpi/coll-selector:ompi|mpich|impi|...``
+lets a library's selection logic choose. SMPI charges no time for the program's own code
+between MPI calls (``smpi/simulate-computation:no``) nor for reading the clock
+(``smpi/wtime:0``), and none for its collectives' reductions, so a time here is the network's
+alone (compare with ``reduce_rate=None`` in ``harness.simulate.cell``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .. import paths
+from ..fileio import atomic_write_text
+from .platform import Platform
+
+SOURCE = r"""
+/* harness.simulate.smpi: times MPI_Allreduce once per COUNT on every rank.
+   usage: allreduce_timer DTYPE OP COUNT [COUNT ...]
+   prints on rank 0, per COUNT: "harness-smpi COUNT T_START t_0 t_1 ... t_{P-1}" */
+#include <mpi.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void sleep_until(double when) {
+  double d = when - MPI_Wtime();
+  if (d > 0) {
+    struct timespec ts;
+    ts.tv_sec = (time_t)d;
+    ts.tv_nsec = (long)((d - (double)ts.tv_sec) * 1e9);
+    nanosleep(&ts, NULL);
+  }
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (argc < 4) {
+    if (rank == 0) fprintf(stderr, "usage: %s DTYPE OP COUNT [COUNT ...]\n", argv[0]);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  MPI_Datatype type = MPI_DOUBLE;
+  size_t item = 8;
+  if (!strcmp(argv[1], "float32")) { type = MPI_FLOAT; item = 4; }
+  else if (!strcmp(argv[1], "int32")) { type = MPI_INT; item = 4; }
+  else if (!strcmp(argv[1], "int64")) { type = MPI_LONG_LONG; item = 8; }
+  else if (strcmp(argv[1], "float64")) { fprintf(stderr, "unknown dtype %s\n", argv[1]); MPI_Abort(MPI_COMM_WORLD, 2); }
+  MPI_Op op = MPI_SUM;
+  if (!strcmp(argv[2], "prod")) op = MPI_PROD;
+  else if (!strcmp(argv[2], "max")) op = MPI_MAX;
+  else if (!strcmp(argv[2], "min")) op = MPI_MIN;
+  else if (strcmp(argv[2], "sum")) { fprintf(stderr, "unknown op %s\n", argv[2]); MPI_Abort(MPI_COMM_WORLD, 2); }
+  double start = 1.0;
+  double *all = malloc(sizeof(double) * size);
+  for (int a = 3; a < argc; a++) {
+    long count = atol(argv[a]);
+    void *sbuf = calloc(count ? count : 1, item), *rbuf = calloc(count ? count : 1, item);
+    sleep_until(start);
+    double t0 = MPI_Wtime();
+    MPI_Allreduce(sbuf, rbuf, (int)count, type, op, MPI_COMM_WORLD);
+    double t1 = MPI_Wtime(), dt = t1 - t0, end;
+    MPI_Gather(&dt, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    MPI_Allreduce(&t1, &end, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (rank == 0) {
+      printf("harness-smpi %ld %.17g", count, t0);
+      for (int r = 0; r < size; r++) printf(" %.17g", all[r]);
+      printf("\n");
+      fflush(stdout);
+    }
+    start = ceil(end) + 1.0;
+    free(sbuf);
+    free(rbuf);
+  }
+  free(all);
+  MPI_Finalize();
+  return 0;
+}
+"""
+
+
+class SmpiMissing(RuntimeError):
+    """smpicc or smpirun is not on PATH; the message is one line."""
+
+
+class SmpiError(RuntimeError):
+    """smpirun failed or printed no times."""
+
+
+@dataclass
+class SmpiResult:
+    algorithm: str  # the forced SMPI algorithm, or "selector:<name>"
+    procs: int
+    size: int  # bytes per rank
+    dtype: str
+    op: str
+    platform_digest: str
+    times: list[float]  # per rank, seconds of simulated time
+    wall: float  # seconds the whole smpirun took (all sizes of the run)
+    peak_rss: int  # bytes, smpirun's peak resident memory (all sizes of the run)
+
+    @property
+    def time(self) -> float:
+        return max(self.times)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def available() -> str | None:
+    """None when smpicc and smpirun are on PATH, else the one line saying what is missing."""
+    missing = [t for t in ("smpicc", "smpirun") if shutil.which(t) is None]
+    if missing:
+        return (f"{' and '.join(missing)} not found: install SimGrid (Debian/Ubuntu `apt-get install "
+                f"libsimgrid-dev`, .ci/simgrid.sh; docs/simulation.md)")
+    return None
+
+
+def cache_dir() -> Path:
+    return paths.mpi_root() / "smpi"
+
+
+def build(directory: Path | None = None) -> Path:
+    """The timer program, compiled once per source and SimGrid version into ``.mpi/smpi/``."""
+    problem = available()
+    if problem:
+        raise SmpiMissing(problem)
+    version = subprocess.run(["smpirun", "-version"], capture_output=True, text=True).stdout.strip()
+    key = hashlib.sha256((SOURCE + version).encode()).hexdigest()[:12]
+    directory = Path(directory or cache_dir())
+    exe = directory / f"allreduce_timer-{key}"
+    if exe.exists():
+        return exe
+    directory.mkdir(parents=True, exist_ok=True)
+    src = directory / f"allreduce_timer-{key}.c"
+    atomic_write_text(src, SOURCE)
+    tmp = directory / f".allreduce_timer-{key}.{os.getpid()}"
+    proc = subprocess.run(["smpicc", "-O2", "-o", str(tmp), str(src), "-lm"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SmpiError(f"smpicc failed on {src}:\n{proc.stderr.strip()[-2000:]}")
+    os.replace(tmp, exe)
+    return exe
+
+
+def _run(argv: list[str], timeout: float | None) -> tuple[int, str, str, float, int]:
+    """Run ``argv`` in its own process group: exit status, stdout, stderr, wall seconds and the
+    peak resident memory of the process and everything it waited for (``wait4``)."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, start_new_session=True)
+        timer = threading.Timer(timeout, lambda: os.killpg(proc.pid, signal.SIGKILL)) if timeout else None
+        if timer:
+            timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            if timer:
+                timer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - t0
+        out.seek(0)
+        err.seek(0)
+        return proc.returncode, out.read(), err.read(), wall, usage.ru_maxrss * 1024
+
+
+def smpi_allreduce(algorithm: str | None, procs: int, sizes, dtype: str = "float64", op: str = "sum",
+                   platform: Platform | None = None, *, selector: str | None = None,
+                   config: dict | None = None, timeout: float | None = 3600) -> list[SmpiResult]:
+    """SMPI's ``MPI_Allreduce`` at ``procs`` ranks, once per size in ``sizes`` (bytes per rank),
+    in one ``smpirun``: forced to SMPI's ``algorithm``, or chosen by the ``selector``
+    (``ompi``, ``mpich``, ``impi``, ...) when ``algorithm`` is None. ``config`` adds
+    ``--cfg=KEY:VALUE`` settings."""
+    if (algorithm is None) == (selector is None):
+        raise ValueError("give exactly one of algorithm and selector")
+    platform = platform or Platform(nodes=procs)
+    exe = build()
+    itemsize = np.dtype(dtype).itemsize
+    counts = []
+    for size in sizes:
+        if size < 0 or size % itemsize:
+            raise ValueError(f"size {size} is not a whole number of {dtype} elements")
+        counts.append(size // itemsize)
+    settings = {"smpi/simulate-computation": "no", "smpi/wtime": "0", **(config or {})}
+    if algorithm is not None:
+        settings["smpi/allreduce"] = algorithm
+    else:
+        settings["smpi/coll-selector"] = selector
+    with tempfile.TemporaryDirectory(prefix="harness-smpi-") as tmp:
+        platform_file = platform.write(tmp)
+        hostfile = Path(tmp) / "hostfile"
+        atomic_write_text(hostfile, platform.hostfile(procs))
+        argv = ["smpirun", "-np", str(procs), "-platform", str(platform_file), "-hostfile", str(hostfile),
+                *[f"--cfg={k}:{v}" for k, v in settings.items()], "--log=root.thres:warning",
+                str(exe), dtype, op, *map(str, counts)]
+        status, out, err, wall, rss = _run(argv, timeout)
+    rows = [line.split()[1:] for line in out.splitlines() if line.startswith("harness-smpi ")]
+    if status != 0 or len(rows) != len(counts):
+        tail = "\n".join(err.strip().splitlines()[-15:])
+        raise SmpiError(f"smpirun ({algorithm or 'selector ' + selector}, P = {procs}) exited {status} "
+                        f"with {len(rows)} of {len(counts)} sizes timed:\n{tail}")
+    name = algorithm if algorithm is not None else f"selector:{selector}"
+    return [SmpiResult(name, procs, int(row[0]) * itemsize, dtype, op, platform.digest(),
+                       [float(t) for t in row[2:]], wall, rss) for row in rows]
