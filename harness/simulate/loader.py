@@ -58,7 +58,7 @@ def _from_path(path: Path, explicit: bool):
 
 def load():
     """The ``simgrid`` module (loaded once per process), or ``SimGridMissing``."""
-    if "simgrid" in sys.modules:
+    if sys.modules.get("simgrid") is not None:
         return sys.modules["simgrid"]
     explicit = os.environ.get(VARIABLE)
     if explicit:
