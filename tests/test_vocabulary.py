@@ -72,6 +72,8 @@ CONCEPTS = (
                                  "environment, or a harness algorithm",
              "measure/counting.py": "inside a launch: only a harness algorithm's messages "
                                     "are counted",
+             "simulate/cell.py": "a simulation runs a harness algorithm; the library's own "
+                                 "allreduce is simulated by SMPI",
              "cli/installation.py": "a command-line algorithm name checked against the catalogue",
              "cli/run.py": "a command-line algorithm name checked against the catalogue",
              "report/style.py": LABEL,

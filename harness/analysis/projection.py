@@ -237,6 +237,18 @@ def node_aware_map(params: maxrate.MaxRateParams, ppn: int, procs, sizes) -> dic
     return out
 
 
+def fit_exponent(P, s) -> tuple[float, float]:
+    """(k, c) of a speedup ``s`` against ``P`` over P >= ``FIT_FROM``: k the exponent of the
+    least-squares power law s ~ P^k, c the factor of the sqrt(P) law s ~ c sqrt(P) (geometric
+    mean); NaN with fewer than two usable points."""
+    ok = np.isfinite(s) & (s > 0) & (P >= FIT_FROM)
+    if ok.sum() < 2:
+        return math.nan, math.nan
+    k, a = np.polyfit(np.log(P[ok]), np.log(s[ok]), 1)
+    c = math.exp(float(np.mean(np.log(s[ok]) - 0.5 * np.log(P[ok]))))
+    return float(k), c
+
+
 # ----------------------------------------------------------------------------- measured region
 
 

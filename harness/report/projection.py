@@ -71,6 +71,7 @@ from ..analysis.projection import (
     projection_frame,
     suara_map,
 )
+from ..analysis.projection import fit_exponent as _fit_exponent
 from ..models import maxrate
 from . import style, tables
 
@@ -238,15 +239,6 @@ def _measured_note(region: Region | None, what: str) -> str:
     if region is None:
         return f"no {what} cells measured"
     return f"box: the {region.cells} measured {what} cells"
-
-
-def _fit_exponent(P, s):
-    ok = np.isfinite(s) & (s > 0) & (P >= FIT_FROM)
-    if ok.sum() < 2:
-        return math.nan, math.nan
-    k, a = np.polyfit(np.log(P[ok]), np.log(s[ok]), 1)
-    c = math.exp(float(np.mean(np.log(s[ok]) - 0.5 * np.log(P[ok]))))
-    return float(k), c
 
 
 def suara_figure(pp: ProjectionParams, region: Region | None, path, max_procs=MAX_PROCS,

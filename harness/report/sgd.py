@@ -1,7 +1,7 @@
 """Table 5 of Proficz 2018 (distributed SGD of the CNN, Sect. 6) from the executions of one
 ``sgd:`` experiment (``harness.measure.sgd``), and the training loss figure.
 
-- ``table5(docs)``: per algorithm the all-reduce average elapsed time (the mean over the
+- ``table5(docs)`` (``harness/analysis/sgd.py``): per algorithm the all-reduce average elapsed time (the mean over the
   executions of each execution's mean over iterations of the mean over ranks) with its 95 %
   Student-t interval over executions, its speedup over the ring (ratio of the means; in
   brackets the 95 % interval of the per-round ratios, the executions of one round being
@@ -23,71 +23,15 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from ..analysis.sgd import ORDER, PAPER, table5  # noqa: F401  (the table's numbers)
+from ..analysis.sgd import order as _order
 from ..fileio import read_json
-from ..stats import half_width
 from . import style, tables
 
-PAPER = {  # Proficz 2018, Table 5: ms, speedup, ms, speedup
-    "ring": (35.7, 1.000, 81_900, 1.000),
-    "slt": (33.1, 1.079, 78_768, 1.040),
-    "prr": (31.9, 1.121, 78_604, 1.042),
-}
-ORDER = ["ring", "slt", "prr"]
 COLORS = {"ring": "#a50f15", "slt": "#7570b3", "prr": "#1b9e77"}  # as harness/report/pap.py
 NAMES = {"ring": "Ring", "slt": "SLT", "prr": "PRR"}
 STYLES = ["-", "--", ":", "-."]
 SMOOTH = 10  # iterations of the loss figure's moving average
-
-
-def _ci(x) -> tuple[float, float, float]:
-    x = np.asarray(x, dtype=float)
-    m = float(x.mean()) if x.size else math.nan
-    hw = half_width(x, 0.95)
-    return m, m - hw, m + hw
-
-
-def _order(algs) -> list[str]:
-    return sorted(set(algs), key=lambda a: (ORDER.index(a) if a in ORDER else len(ORDER), a))
-
-
-def table5(docs: list[dict]) -> pd.DataFrame:
-    """One row per algorithm (numbers in seconds); see the module doc."""
-    rows = []
-    by = {}
-    for d in docs:
-        by.setdefault(d["algorithm"], {})[d["execution"]] = d
-    ref = by.get("ring", {})
-    for alg in _order(by):
-        ex = by[alg]
-        ar = [ex[k]["allreduce_mean"] for k in sorted(ex)]
-        tt = [ex[k]["total_time"] for k in sorted(ex)]
-        am, alo, ahi = _ci(ar)
-        tm, tlo, thi = _ci(tt)
-        paired = [k for k in sorted(ex) if k in ref]
-        ra = [ref[k]["allreduce_mean"] / ex[k]["allreduce_mean"] for k in paired]
-        rt = [ref[k]["total_time"] / ex[k]["total_time"] for k in paired]
-        ring_a = np.mean([ref[k]["allreduce_mean"] for k in ref]) if ref else math.nan
-        ring_t = np.mean([ref[k]["total_time"] for k in ref]) if ref else math.nan
-        _, ralo, rahi = _ci(ra) if ra else (0, math.nan, math.nan)
-        _, rtlo, rthi = _ci(rt) if rt else (0, math.nan, math.nan)
-        p = PAPER.get(alg, (math.nan,) * 4)
-        rows.append({
-            "algorithm": alg, "executions": len(ex),
-            "allreduce_mean": am, "allreduce_ci_low": alo, "allreduce_ci_high": ahi,
-            "allreduce_speedup": ring_a / am, "allreduce_speedup_ci_low": ralo,
-            "allreduce_speedup_ci_high": rahi,
-            "total_mean": tm, "total_ci_low": tlo, "total_ci_high": thi,
-            "total_speedup": ring_t / tm, "total_speedup_ci_low": rtlo, "total_speedup_ci_high": rthi,
-            "test_accuracy": float(np.mean([ex[k]["final"]["test_accuracy"] for k in ex])),
-            "final_train_loss": float(np.mean([ex[k]["final"]["train_loss_last20"] for k in ex])),
-            "edge_fraction": float(np.mean([ex[k]["edge"]["measured_fraction_median"] for k in ex])),
-            "arrival_spread": float(np.mean([ex[k]["arrival_spread_mean"] for k in ex])),
-            "estimate_wait": float(np.mean([(ex[k]["arrival_estimate"] or {}).get("wait_mean", 0.0)
-                                            for k in ex])),
-            "paper_allreduce": p[0] / 1e3, "paper_allreduce_speedup": p[1],
-            "paper_total": p[2] / 1e3, "paper_total_speedup": p[3],
-        })
-    return pd.DataFrame(rows)
 
 
 def _ms(v) -> str:
