@@ -46,6 +46,16 @@ def test_page_content(campaign):
                    "data:image/png;base64,", "summary.csv"):
         assert needle in text, needle
     assert "http://" not in text and "https://" not in text  # nothing fetched from a network
+    # read like a paper: contents first, then per report its figures before its tables
+    assert text.index('id="contents"') < text.index('id="findings"') < text.index(
+        'id="r-auto_vs_best"') < text.index('id="status"')
+    section = text[text.index('id="r-auto_vs_best"'):text.index("</section>")]
+    assert section.index("<img") < section.index("<table")
+    assert "| " not in section  # the tables' HTML, not their Markdown
+    # the cells by status per experiment, the experiment read from the run specs
+    counts = text[text.index('class="counts"'):]
+    assert "<td>small</td>" in counts[:counts.index("</table>")]
+    assert len(text) < 1_500_000
 
 
 @pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER) and os.environ.get("HARNESS_BROWSER_TESTS") != "1",

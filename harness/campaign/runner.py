@@ -41,8 +41,11 @@ def git_commit() -> str | None:
 
 def prepare(run: Run, lib: Library, store: results.CampaignStore, settings: dict, *,
             seed: int = 0, plugins=(), config_hash: str | None = None,
-            python: str | None = None, launches: int = 1) -> tuple[str, dict]:
-    """The job script text and the run spec of ``run``."""
+            python: str | None = None, launches: int = 1,
+            experiments: dict | None = None) -> tuple[str, dict]:
+    """The job script text and the run spec of ``run``; ``experiments``: cell id -> the names
+    of the config's experiments that ask for it, recorded per cell of the run (the report
+    page counts the cells of each experiment from the specs)."""
     run_id = run.run_id
     spec = {
         "run_id": run_id,
@@ -65,6 +68,8 @@ def prepare(run: Run, lib: Library, store: results.CampaignStore, settings: dict
         "git_commit": git_commit(),
         "config_hash": config_hash,
     }
+    if experiments is not None:
+        spec["experiments"] = {c.cell_id: list(experiments.get(c.cell_id, ())) for c in run.cells}
     env = {**lib.run_env(), **dict(run.env)}
     script = job_script(
         lib, run.procs, run.nodes, env, "harness.measure.bench", store.job_spec(run_id), python=python,

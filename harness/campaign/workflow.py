@@ -56,10 +56,12 @@ class Campaign:
         """Write the run document of every would-be run of not-applicable cells
         (``plan.NotApplicable``) that is not there as it should be; returns their run ids.
         Nothing is launched for them (rule aggregate, before the summary)."""
+        experiments = self.experiments_of_cells()
         return [run_id for run_id, n in self.not_applicable.items()
-                if results.write_not_applicable(self.store, results.not_applicable_doc(
+                if results.write_not_applicable(self.store, {**results.not_applicable_doc(
                     run_id, self.cfg.campaign, n.run, n.reasons, self.settings(),
-                    self.cfg.digest))]
+                    self.cfg.digest), "experiments": {
+                        c.cell_id: experiments.get(c.cell_id, []) for c in n.run.cells}})]
 
     def say_outcome(self) -> None:
         """Print the campaign's last line (``harness.results.outcome``): its cells failed,
@@ -68,9 +70,12 @@ class Campaign:
         if said:
             print(said[1], flush=True)
 
-    def experiments_of_cells(self) -> dict[str, str]:
-        """cell id -> the names of the experiments that ask for it, comma-separated (a cell
-        can serve several)."""
+    def experiments_of_cells(self) -> dict[str, list[str]]:
+        """cell id -> the names of the experiments that ask for it (a cell can serve several),
+        sorted; expanded once per campaign object, recorded in each run's spec and each
+        not-applicable run document."""
+        if getattr(self, "_experiments", None) is not None:
+            return self._experiments
         out: dict = {}
         for ex in self.cfg.experiments:
             sub = type(self.cfg)(**{**self.cfg.__dict__, "experiments": (ex,)})
@@ -78,7 +83,8 @@ class Campaign:
             for r in runs + [n.run for n in unlaunched]:  # not-applicable cells too
                 for c in r.cells:
                     out.setdefault(c.cell_id, []).append(ex.name)
-        return {k: ", ".join(sorted(set(v))) for k, v in out.items()}
+        self._experiments = {k: sorted(set(v)) for k, v in out.items()}
+        return self._experiments
 
     def fingerprint(self, run_id: str) -> str:
         """Changes when anything that shapes the run's measurement changes (not the commit)."""
@@ -93,7 +99,8 @@ class Campaign:
         lib = plan.library_for(self.cfg, run.library)
         script, spec = runner.prepare(run, lib, self.store, self.settings(), seed=self.cfg.seed,
                                       plugins=self.cfg.plugins, config_hash=self.cfg.digest,
-                                      launches=int(self.cfg.stopping.get("launches", 1)))
+                                      launches=int(self.cfg.stopping.get("launches", 1)),
+                                      experiments=self.experiments_of_cells())
         try:
             runner.write(self.store, script, spec)
         except OSError as exc:  # a full or read-only file system

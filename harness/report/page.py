@@ -1,52 +1,59 @@
 """The campaign's report page, ``results/<c>/report/index.html``: one self-contained HTML file
-(figures inline as PNG data, a few lines of plain JavaScript, no network) with
+(figures inline as PNG data, a few lines of plain JavaScript, no network) that reads like a
+paper:
 
-- first, the campaign's findings: one line per claim of its tables (confirmed AUTO vs BEST,
-  performance-guideline violations, tuned gains) with its evidence and a link to the table,
-  ties counted, nothing from an oversubscribed launch (``findings.py``);
-- a header: campaign, config hash, git commit, libraries and their version strings, hosts,
-  cores, dates, and a warning when some run had more ranks than cores;
-- the cells by status, overall and per experiment, with the reasons of the unfinished ones;
-- every table and figure the campaign produced, grouped by paper, each with a caption naming
-  what it reproduces and how to read it;
-- a cells table, sortable by any column and filtered by a text box, one row per cell, with
-  the command that measures it again;
+- a table of contents;
+- the campaign: config, git commit, libraries and their version strings, hosts, cores,
+  dates, the store check, what the times are, a warning when some run had more ranks than
+  cores;
+- the findings: one line per claim of the campaign's tables (``findings.py``), ties counted,
+  nothing from an oversubscribed launch;
+- one section per report the campaign has (``registry.py``, in its order): what it
+  reproduces, its claims, its figures, then its tables, each as ``tables.py`` rendered it
+  (``<name>.html``: the rows that claim nothing, oversubscribed or not converged, folded
+  in a closed section under the table); the page parses no table;
+- the cells by status per experiment (a cell that serves two experiments counts in both),
+  the experiments read from the store (each run's spec, each not-applicable run document),
+  with the reasons of the unfinished cells;
+- the cells, sortable by any column and filtered by a text box, and how to measure one again;
 - links to the raw files.
 
-``make_page(campaign, out)`` takes a ``harness.campaign.workflow.Campaign``.
+``make_page(inputs, out, config, configfile)`` takes the campaign's ``inputs.Inputs``.
 """
 
 from __future__ import annotations
 
 import base64
 import html
+import io
+import os
 from pathlib import Path
 
 import pandas as pd
 
 from ..fileio import atomic_write_text, read_json
-from ..results.store import oversubscribed
+from ..results.store import STATUSES, oversubscribed
 from ..results.view import STATISTIC_LABEL
-from .findings import findings
-from .registry import captions
+from .findings import Finding, findings
+from .registry import REPORTS, Report, caption_of, report_of
 
-# file stem (or prefix_*) -> (paper, what it reproduces, how to read it), from every report's
-# entry in the registry; the order is the page's order
-OUTPUTS = captions()
 UNFINISHED = ("failed", "wrong", "timeout")
 COLUMNS = ["cell_id", "experiment", "library", "algorithm", "params", "procs", "nodes", "size",
            "dtype", "op", "delay", "max_delay", "status", "n", "mean", "ci_low", "ci_high",
            "median", "t_rejected", "oversubscribed", "error"]
+WIDTH = 1100  # figures wider than the page are scaled down to it (the files keep theirs)
 
 STYLE = """
-body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:1em;color:#222}
-h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ccc;margin-top:2em}
-h3{font-size:1.05em}.warn{background:#fff3cd;border:1px solid #e0c36c;padding:.5em}
-table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ddd;padding:2px 6px}
-th{background:#f4f4f4;cursor:pointer;position:sticky;top:0}td.num{text-align:right}
-figure{margin:1em 0}figure img{max-width:100%;border:1px solid #eee}
-figcaption{color:#444;font-size:13px}.status-failed,.status-wrong,.status-timeout{color:#a00}
-.status-not-converged{color:#a60}code{font-size:12px}.scroll{max-height:70vh;overflow:auto}
+body{font:15px/1.5 Georgia,serif;margin:0 auto;max-width:1100px;padding:1em 2em;color:#222}
+h1{font-size:1.6em}h2{font-size:1.25em;border-bottom:1px solid #ccc;margin-top:2.2em}
+.toc{list-style:none;padding-left:1em}.warn{background:#fff3cd;border:1px solid #e0c36c;padding:.5em}
+table{border-collapse:collapse;font:12px/1.3 system-ui,sans-serif}td,th{border:1px solid #ddd;padding:2px 6px}
+th{background:#f4f4f4;position:sticky;top:0}th[data-sort]{cursor:pointer}td.num{text-align:right}
+figure{margin:1.2em 0}figure img{max-width:100%;border:1px solid #eee}
+figcaption,.tcap,.note{color:#444;font-size:13px}.claims li{margin:.3em 0}.evidence{color:#555}
+details{margin:.4em 0}summary{cursor:pointer;color:#555;font-size:13px}
+.status-failed,.status-wrong,.status-timeout{color:#a00}.status-not-converged{color:#a60}
+code{font-size:12px}.scroll{max-height:70vh;overflow:auto}
 """
 
 SCRIPT = """
@@ -74,161 +81,77 @@ def _e(x) -> str:
     return html.escape("" if x is None or (isinstance(x, float) and x != x) else str(x))
 
 
-def _key(stem: str) -> str:
-    if stem in OUTPUTS:
-        return stem
-    for key in OUTPUTS:  # a file per library: auto_vs_best_*, tuned_*
-        if key.endswith("*") and stem.startswith(key[:-1]):
-            return key
-    return stem
+def _rel(path: Path, base: Path) -> str:
+    return os.path.relpath(path, base)
 
 
-def _provenance(store) -> tuple[list[dict], bool]:
-    docs, over = [], False
-    for p in sorted((store.dir / "runs").glob("*.json")):
-        try:
-            doc = read_json(p)
-        except ValueError:
-            continue
-        docs.append(doc)
+def _documents(store: Path) -> tuple[list[dict], dict[str, list[str]]]:
+    """The run documents, and each cell's experiments as the run specs and the not-applicable
+    run documents record them."""
+    docs, experiments = [], {}
+    for kind in ("runs", "jobs"):
+        for p in sorted((store / kind).glob("*.json")):
+            try:
+                doc = read_json(p)
+            except (OSError, ValueError):
+                continue
+            if kind == "runs":
+                docs.append(doc)
+            for cell, names in (doc.get("experiments") or {}).items():
+                experiments.setdefault(cell, list(names))
+    return docs, experiments
 
-    over = any(oversubscribed(d.get("provenance") or {}) for d in docs)
-    return docs, over
 
-
-def _header(campaign, summary: pd.DataFrame, docs: list[dict], over: bool) -> str:
+def _header(name: str, config: str, cells: int, docs: list[dict]) -> str:
     provs = [d.get("provenance") or {} for d in docs]
     libs = sorted({(d.get("library"), p.get("library_version")) for d, p in zip(docs, provs)
                    if p.get("library_version")})
     hosts = sorted({h for p in provs for h in (p.get("nodes") or p.get("hosts") or [])})
     cores = sorted({c for p in provs for c in (p.get("cores") or []) if c})
     commits = sorted({p.get("git_commit") for p in provs if p.get("git_commit")})
+    hashes = sorted({p.get("config_hash") for p in provs if p.get("config_hash")})
     started = sorted(d.get("started") for d in docs if d.get("started"))
     finished = sorted(d.get("finished") for d in docs if d.get("finished"))
-    rows = [("campaign", campaign.cfg.campaign), ("config", f"{campaign.cfg.source} "
-             f"(hash {campaign.cfg.digest})"), ("git commit", ", ".join(commits) or "unknown"),
+    rows = [("campaign", name), ("config", config or ", ".join(hashes) or "unknown"),
+            ("git commit", ", ".join(commits) or "unknown"),
             ("libraries", "; ".join(f"{lib}: {v}" for lib, v in libs) or "no run yet"),
             ("hosts", ", ".join(hosts) or "unknown"),
             ("cores per node", ", ".join(map(str, cores)) or "unknown"),
             ("measured", f"{started[0] if started else '?'} to {finished[-1] if finished else '?'}"),
-            ("cells", str(len(summary)))]
+            ("cells", str(cells))]
     out = ["<table>"] + [f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows]
     out.append("</table>")
-    if over:
+    if any(oversubscribed(p) for p in provs):
         out.append('<p class="warn">Some runs had more ranks than cores (oversubscribed): '
                    "their times are not comparable, and no win or loss is drawn from them "
-                   "(marked ‡ in the tables).</p>")
+                   "(marked ‡; their rows are folded under each table).</p>")
     return "\n".join(out)
 
 
-def _status_counts(summary: pd.DataFrame) -> str:
-    if summary.empty:
-        return "<p>No cell has a result yet.</p>"
-    t = pd.crosstab(summary["experiment"], summary["status"], margins=True, margins_name="all")
-    out = [t.to_html(classes="counts", border=0)]
-    bad = summary[summary["status"].isin(UNFINISHED)]
-    if len(bad):
-        reasons = bad.groupby(["status", bad["error"].fillna("(no message)")]).size()
-        out.append("<h3>Why cells did not finish</h3><table><tr><th>status</th><th>reason</th>"
-                   "<th>cells</th></tr>")
-        out += [f"<tr><td class='status-{_e(s)}'>{_e(s)}</td><td>{_e(r)}</td>"
-                f"<td class='num'>{n}</td></tr>" for (s, r), n in reasons.items()]
-        out.append("</table><p>Measure them again: <code>harness retry "
-                   f"{_e(summary['campaign'].iloc[0])}</code>.</p>")
-    return "\n".join(out)
-
-
-def _outputs(tables_dir: Path, figures_dir: Path, page_dir: Path) -> str:
-    items: dict = {}
-    for p in sorted(tables_dir.glob("*.csv")):
-        items.setdefault(_key(p.stem), []).append(("table", p))
-    for p in sorted(figures_dir.glob("*.png")):
-        items.setdefault(_key(p.stem), []).append(("figure", p))
-    if not items:
-        return "<p>No table or figure yet.</p>"
-    by_paper: dict = {}
-    for key in list(OUTPUTS) + sorted(set(items) - set(OUTPUTS)):
-        if key in items:
-            paper = OUTPUTS.get(key, ("Other", "", ""))[0]
-            by_paper.setdefault(paper, []).append(key)
-    out = []
-    for paper, keys in by_paper.items():
-        out.append(f"<h3>{_e(paper)}</h3>")
-        for key in keys:
-            _, what, read = OUTPUTS.get(key, ("", key, ""))
-            for kind, path in items[key]:
-                cap = (f"<figcaption><b>{_e(what)}</b> ({_e(path.name)}). {_e(read)}. "
-                       f"Files: " + ", ".join(
-                           f'<a href="{_e(_rel(q, page_dir))}">{_e(q.suffix[1:])}</a>'
-                           for q in sorted(path.parent.glob(path.stem + ".*"))) + "</figcaption>")
-                if kind == "figure":
-                    data = base64.b64encode(path.read_bytes()).decode()
-                    out.append(f'<figure><img alt="{_e(path.stem)}" '
-                               f'src="data:image/png;base64,{data}">{cap}</figure>')
-                else:
-                    out.append(f'<figure><div class="scroll">{_table(path)}</div>{cap}</figure>')
-    return "\n".join(out)
-
-
-def _table(csv: Path) -> str:
-    """The table as its Markdown rendering shows it (units, CIs, marks), else from the CSV."""
-    md = csv.with_suffix(".md")
-    if md.is_file():
-        head, rows, notes = None, [], []
-        for line in md.read_text().splitlines():
-            line = line.strip()
-            if line.startswith("|"):
-                cells = [c.strip() for c in line.strip("|").split("|")]
-                if all(set(c) <= set(":-") for c in cells):
-                    continue
-                if head is None:
-                    head = cells
-                else:
-                    rows.append(cells)
-            elif line:
-                notes.append(line.strip("*"))
-        if head:
-            def cell(c):
-                bold = c.startswith("**") and c.endswith("**") and len(c) > 4
-                return f"<b>{_e(c[2:-2])}</b>" if bold else _e(c)
-            body = ["<table><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head)
-                    + "</tr></thead><tbody>"]
-            body += ["<tr>" + "".join(f"<td>{cell(c)}</td>" for c in r) + "</tr>" for r in rows]
-            body.append("</tbody></table>")
-            return "".join(body) + "".join(f"<p>{_e(n)}</p>" for n in notes)
+def _check(store: Path) -> str:
     try:
-        return pd.read_csv(csv).to_html(index=False, border=0, na_rep="")
-    except (ValueError, pd.errors.EmptyDataError):
-        return "<p>(empty)</p>"
+        verdict = read_json(store / "check.json")
+        said = (f"consistent ({verdict['cells']} cells, {verdict['repetitions']} repetitions "
+                "checked)" if verdict.get("ok")
+                else f"{len(verdict['problems'])} problem(s): see check.json")
+    except (OSError, ValueError, KeyError):
+        said = "not run"
+    return f"<p>Store check (<code>harness check</code>): {_e(said)}.</p>"
 
 
-def _rel(path: Path, base: Path) -> str:
-    import os
+def _statistic(statistic: str) -> str:
+    """What the tables' and figures' times are (``report.statistic``)."""
+    other = "median" if statistic == "mean" else "mean"
+    return (f"<p>Times, BEST and the AUTO-vs-BEST verdicts are built on the "
+            f"{_e(STATISTIC_LABEL[statistic])} (<code>report.statistic: {_e(statistic)}</code>; "
+            f"<code>{other}</code> builds them on the {_e(STATISTIC_LABEL[other])}). The cells "
+            "table gives both, and <code>t_rejected</code>: which assumption of the t-interval "
+            "(normality, independence) a cell's repetitions reject.</p>")
 
-    return os.path.relpath(path, base)
 
-
-def _cells(summary: pd.DataFrame, campaign, configfile: str | None) -> str:
-    head = "".join(f'<th data-sort="1">{_e(c)}</th>' for c in COLUMNS + ["measure again"])
-    rows = []
-    cfg = f" --configfile {configfile}" if configfile else ""
-    for r in summary.to_dict("records"):
-        tds = []
-        for c in COLUMNS:
-            v = r.get(c)
-            cls = f' class="status-{_e(v)}"' if c == "status" else (
-                ' class="num"' if isinstance(v, (int, float)) and not isinstance(v, bool) else "")
-            shown = f"{v:.4g}" if isinstance(v, float) and c in ("mean", "ci_low", "ci_high", "median") \
-                and v == v else v
-            data = f' data-v="{_e(v)}"' if isinstance(v, (int, float)) else ""
-            tds.append(f"<td{cls}{data}>{_e(shown)}</td>")
-        cmd = (f"harness run --campaign {campaign.cfg.campaign} --cell {r['cell_id']}{cfg}")
-        tds.append(f"<td><code>{_e(cmd)}</code></td>")
-        rows.append("<tr>" + "".join(tds) + "</tr>")
-    return ('<p><input id="filter" placeholder="filter cells" oninput="filterCells(this)"> '
-            "Click a column header to sort.</p>"
-            f'<div class="scroll"><table id="cells"><thead><tr>{head}</tr></thead><tbody>'
-            + "\n".join(rows) + "</tbody></table></div>")
+def _claim(c: Finding, page_dir: Path) -> str:
+    return (f'<li>{_e(c.text)} <span class="evidence">({_e(c.evidence)}; '
+            f'<a href="{_e(_rel(c.table, page_dir))}">{_e(c.table.stem)}</a>)</span></li>')
 
 
 def _findings(tables_dir: Path, page_dir: Path) -> str:
@@ -237,64 +160,204 @@ def _findings(tables_dir: Path, page_dir: Path) -> str:
     claims, ties = findings(tables_dir)
     tie_text = f" {ties} comparison(s) showed no difference (ties, not listed)." if ties else ""
     if not claims:
-        return (f'<p id="findings">No claim: no comparison of this campaign shows a difference '
-                f"with statistical support.{_e(tie_text)}</p>")
-    items = "".join(f'<li>{_e(c.text)} <span class="evidence">({_e(c.evidence)}; '
-                    f'<a href="{_e(_rel(c.table, page_dir))}">{_e(c.table.stem)}</a>)</span></li>'
-                    for c in claims)
-    return f'<ul id="findings">{items}</ul><p>{_e(tie_text.strip())}</p>'
+        return (f'<p id="findings-list">No claim: no comparison of this campaign shows a '
+                f"difference with statistical support.{_e(tie_text)}</p>")
+    items = "".join(_claim(c, page_dir) for c in claims)
+    return f'<ul id="findings-list" class="claims">{items}</ul><p>{_e(tie_text.strip())}</p>'
 
 
-def _statistic(campaign) -> str:
-    """What the tables' and figures' times are (``report.statistic``)."""
-    stat = campaign.cfg.report.get("statistic", "mean")
-    other = "median" if stat == "mean" else "mean"
-    return (f"<p>Times, BEST and the AUTO-vs-BEST verdicts are built on the "
-            f"{_e(STATISTIC_LABEL[stat])} (<code>report.statistic: {_e(stat)}</code>; "
-            f"<code>{other}</code> builds them on the {_e(STATISTIC_LABEL[other])}). The cells "
-            "table gives both, and <code>t_rejected</code>: which assumption of the t-interval "
-            "(normality, independence) a cell's repetitions reject.</p>")
+def _outputs(tables_dir: Path, figures_dir: Path) -> dict[str, dict[str, list[Path]]]:
+    """report name ('' for none) -> {"figures": [...], "tables": [...]} present on disk, each
+    in its report's declared order."""
+    out: dict = {}
+    for kind, paths in (("tables", sorted(tables_dir.glob("*.csv"))),
+                        ("figures", sorted(figures_dir.glob("*.png")))):
+        for p in paths:
+            report = report_of(p.stem)
+            out.setdefault(report.name if report else "", {"tables": [], "figures": []})[
+                kind].append(p)
+    for name, files in out.items():
+        if name:
+            order = [s.replace("{library}", "").replace("{experiment}", "")
+                     for s in REPORTS[name].tables + REPORTS[name].figures]
+            for kind in files:
+                files[kind].sort(key=lambda p: min((i for i, s in enumerate(order)
+                                                    if p.stem.startswith(s)), default=99))
+    return out
 
 
-def make_page(campaign, out: Path, tables_dir: Path, figures_dir: Path,
-              configfile: str | None = None) -> Path:
-    store = campaign.store
-    summary = pd.read_csv(store.summary) if store.summary.is_file() else pd.DataFrame(
-        columns=["cell_id", "status", "campaign", "error"])
-    summary["experiment"] = summary["cell_id"].map(campaign.experiments_of_cells()).fillna("")
-    docs, over = _provenance(store)
-    page_dir = Path(out).parent
-    check = store.dir / "check.json"
+def _files(path: Path, page_dir: Path) -> str:
+    return ", ".join(f'<a href="{_e(_rel(q, page_dir))}">{_e(q.suffix[1:])}</a>'
+                     for q in sorted(path.parent.glob(path.stem + ".*")))
+
+
+def _png(path: Path) -> str:
+    """The figure as PNG data for the page: scaled down to ``WIDTH`` when it is wider, in 256
+    colours (a third of the bytes for line plots and maps), unless the file is smaller."""
+    data = path.read_bytes()
     try:
-        verdict = read_json(check)
-        check_text = (f"consistent ({verdict['cells']} cells, {verdict['repetitions']} "
-                      "repetitions checked)" if verdict.get("ok")
-                      else f"{len(verdict['problems'])} problem(s): see check.json")
-    except (OSError, ValueError, KeyError):
-        check_text = "not run"
-    links = [("summary.csv", store.summary), ("check.json", check),
-             ("run documents", store.dir / "runs"), ("raw repetitions", store.dir / "raw"),
-             ("job scripts", store.dir / "jobs"), ("tables", Path(tables_dir)),
-             ("figures", Path(figures_dir))]
-    body = [
-        f"<h1>Allreduce campaign <code>{_e(campaign.cfg.campaign)}</code></h1>",
-        "<h2>Findings</h2>", _findings(Path(tables_dir), page_dir),
-        _header(campaign, summary, docs, over),
-        f"<p>Store check (<code>harness check</code>): {_e(check_text)}.</p>",
-        "<h2>Cells by status</h2>", _status_counts(summary),
-        "<h2>Tables and figures</h2>", _statistic(campaign), _outputs(Path(tables_dir), Path(figures_dir), page_dir),
-        "<h2>Cells</h2>", _cells(summary, campaign, configfile),
-        "<h2>Raw files</h2><ul>" + "".join(
-            f'<li><a href="{_e(_rel(p, page_dir))}">{_e(n)}</a></li>' for n, p in links) + "</ul>",
-    ]
+        from PIL import Image
+
+        with Image.open(io.BytesIO(data)) as img:
+            small = img.convert("RGB")
+            if small.width > WIDTH:
+                small = small.resize((WIDTH, round(small.height * WIDTH / small.width)),
+                                     Image.LANCZOS)
+            buf = io.BytesIO()
+            small.quantize(colors=256, method=Image.Quantize.MEDIANCUT,
+                           dither=Image.Dither.NONE).save(buf, format="PNG", optimize=True)
+            data = min(data, buf.getvalue(), key=len)
+    except (ImportError, OSError):
+        pass
+    return base64.b64encode(data).decode()
+
+
+def _figure(report: Report | None, path: Path, page_dir: Path) -> str:
+    _, what, read = caption_of(report, path.stem) if report else ("", path.stem, "")
+    cap = (f"<figcaption><b>{_e(what)}</b> ({_e(path.name)}). {_e(read)}. Files: "
+           f"{_files(path, page_dir)}</figcaption>")
+    if path.suffix == ".png":
+        return (f'<figure><img alt="{_e(path.stem)}" src="data:image/png;base64,{_png(path)}">'
+                f"{cap}</figure>")
+    fragment = path.with_suffix(".html")
+    if fragment.is_file():
+        body = fragment.read_text()
+    else:  # a table written before tables had their HTML: the numbers
+        try:
+            body = pd.read_csv(path).to_html(index=False, border=0, na_rep="")
+        except (ValueError, pd.errors.EmptyDataError):
+            body = "<p>(empty)</p>"
+    return f'<figure class="table">{cap}<div class="scroll">{body}</div></figure>'
+
+
+def _title(name: str) -> str:
+    about = REPORTS[name].about if name in REPORTS else "Other outputs"
+    return about[:1].upper() + about[1:]
+
+
+def _report(i: int, name: str, files: dict, claims: list[Finding], page_dir: Path) -> str:
+    report = REPORTS.get(name)
+    title = _title(name)
+    out = [f'<section id="r-{_e(name or "other")}"><h2>{i}. {_e(title)}</h2>']
+    if report:
+        papers = sorted({cap[0] for cap in report.captions.values() if cap[0]})
+        out.append(f"<p>Reproduces: {_e('; '.join(papers).rstrip('.') or report.about)}. "
+                   f"Made by rule "
+                   f"<code>{_e(report.rule_name)}</code> "
+                   f"(<code>python -m harness.report {_e(name)}</code>).</p>")
+    if claims:
+        out.append('<ul class="claims">' + "".join(_claim(c, page_dir) for c in claims)
+                   + "</ul>")
+    out += [_figure(report, p, page_dir) for p in files["figures"]]
+    out += [_figure(report, p, page_dir) for p in files["tables"]]
+    return "\n".join(out + ["</section>"])
+
+
+def _status_counts(summary: pd.DataFrame, experiments: dict[str, list[str]]) -> str:
+    """Cells per experiment and status (a cell of two experiments counts in both), and all
+    cells once; the reasons of the unfinished ones."""
+    if summary.empty:
+        return "<p>No cell has a result yet.</p>"
+    status = summary["status"].astype(str)
+    pairs = pd.DataFrame([(e, s) for cell, s in zip(summary["cell_id"], status)
+                          for e in experiments.get(cell) or ["(not recorded)"]],
+                         columns=["experiment", "status"])
+    pairs = pd.concat([pairs, pd.DataFrame({"experiment": "all cells", "status": status})])
+    counts = pd.crosstab(pairs["experiment"], pairs["status"])
+    counts = counts.reindex(columns=[s for s in STATUSES if s in counts.columns])
+    order = sorted(i for i in counts.index if i != "all cells") + ["all cells"]
+    head = "".join(f"<th>{_e(c)}</th>" for c in ["experiment", *counts.columns])
+    rows = "".join(f"<tr><td>{_e(i)}</td>" + "".join(
+        f'<td class="num">{n or ""}</td>' for n in counts.loc[i]) + "</tr>" for i in order)
+    out = [f'<table class="counts"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>']
+    bad = summary[status.isin(UNFINISHED)]
+    if len(bad):
+        why = bad["error"].where(bad["error"].astype(str) != "", "(no message)")
+        reasons = bad.groupby([bad["status"].astype(str), why]).size()
+        out.append("<h3>Why cells did not finish</h3><table><tr><th>status</th><th>reason</th>"
+                   "<th>cells</th></tr>")
+        out += [f"<tr><td class='status-{_e(s)}'>{_e(s)}</td><td>{_e(r)}</td>"
+                f"<td class='num'>{n}</td></tr>" for (s, r), n in reasons.items()]
+        out.append("</table>")
+    return "\n".join(out)
+
+
+def _cell(column: str, v) -> str:
+    cls = f' class="status-{_e(v)}"' if column == "status" else (
+        ' class="num"' if isinstance(v, (int, float)) and not isinstance(v, bool) else "")
+    timed = column in ("mean", "ci_low", "ci_high", "median")
+    shown = f"{v:.4g}" if isinstance(v, float) and timed and v == v else v
+    data = f' data-v="{_e(v)}"' if isinstance(v, (int, float)) else ""
+    return f"<td{cls}{data}>{_e(shown)}</td>"
+
+
+def _cells(summary: pd.DataFrame, campaign: str, configfile: str | None) -> str:
+    head = "".join(f'<th data-sort="1">{_e(c)}</th>' for c in COLUMNS)
+    rows = ["<tr>" + "".join(_cell(c, r.get(c)) for c in COLUMNS) + "</tr>"
+            for r in summary.to_dict("records")]
+    cfg = f" --configfile {configfile}" if configfile else ""
+    again = f"harness run --campaign {campaign} --cell CELL_ID{cfg}"
+    return (f"<p>Measure a cell again: <code>{_e(again)}</code>; the failed, wrong and timed "
+            f"out ones: <code>harness retry {_e(campaign)}</code>.</p>"
+            '<p><input id="filter" placeholder="filter cells" oninput="filterCells(this)"> '
+            "Click a column header to sort.</p>"
+            f'<div class="scroll"><table id="cells"><thead><tr>{head}</tr></thead><tbody>'
+            + "\n".join(rows) + "</tbody></table></div>")
+
+
+def _raw(store: Path, inputs, page_dir: Path) -> str:
+    links = [("summary.csv", store / "summary.csv"), ("check.json", store / "check.json"),
+             ("run documents", store / "runs"), ("raw repetitions", store / "raw"),
+             ("job scripts", store / "jobs"), ("tables", inputs.tables),
+             ("figures", inputs.figures)]
+    return "<ul>" + "".join(f'<li><a href="{_e(_rel(p, page_dir))}">{_e(n)}</a></li>'
+                            for n, p in links) + "</ul>"
+
+
+def _contents(sections: list[tuple[str, str]]) -> str:
+    items = "".join(f'<li><a href="#{_e(a)}">{_e(t)}</a></li>' for a, t in sections)
+    return f'<nav id="contents"><h2>Contents</h2><ul class="toc">{items}</ul></nav>'
+
+
+def make_page(inputs, out, config: str = "", configfile: str | None = None) -> Path:
+    """Write the page of the campaign whose ``inputs`` (``inputs.Inputs``) are given to
+    ``out``; ``config``: the config's path and hash as the header shows them;
+    ``configfile``: the config given to the workflow, named in the command that measures a
+    cell again."""
+    store, name, out = inputs.store, inputs.store.name, Path(out)
+    page_dir = out.parent
+    docs, experiments = _documents(store)
+    summary = inputs.summary.assign(experiment=[", ".join(experiments.get(c) or [])
+                                                for c in inputs.summary["cell_id"]])
+    claims, _ = findings(inputs.tables)
+    by_report: dict = {}
+    for c in claims:
+        report = report_of(c.table.stem)
+        by_report.setdefault(report.name if report else "", []).append(c)
+    outputs = _outputs(inputs.tables, inputs.figures)
+    names = [n for n in REPORTS if n in outputs] + ([""] if "" in outputs else [])
+    reports = [_report(i, n, outputs[n], by_report.get(n, []), page_dir)
+               for i, n in enumerate(names, start=3)]
+    sections = [("campaign", "1. The campaign"), ("findings", "2. Findings")]
+    sections += [(f"r-{n or 'other'}", f"{i}. {_title(n)}")
+                 for i, n in enumerate(names, start=3)]
+    k = len(names) + 3
+    sections += [("status", f"{k}. Cells by status"), ("all-cells", f"{k + 1}. Cells"),
+                 ("raw", f"{k + 2}. Raw files")]
+    body = [f"<h1>Allreduce campaign <code>{_e(name)}</code></h1>", _contents(sections),
+            '<h2 id="campaign">1. The campaign</h2>', _header(name, config, len(summary), docs),
+            _check(store), _statistic(inputs.statistic),
+            '<h2 id="findings">2. Findings</h2>', _findings(inputs.tables, page_dir), *reports,
+            f'<h2 id="status">{k}. Cells by status</h2>', _status_counts(summary, experiments),
+            f'<h2 id="all-cells">{k + 1}. Cells</h2>', _cells(summary, name, configfile),
+            f'<h2 id="raw">{k + 2}. Raw files</h2>', _raw(store, inputs, page_dir)]
     text = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{_e(campaign.cfg.campaign)}: allreduce campaign</title>"
+            f"<title>{_e(name)}: allreduce campaign</title>"
             f"<style>{STYLE}</style></head><body>\n" + "\n".join(body)
             + f"\n<script>{SCRIPT}</script></body></html>\n")
-    out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out, text)
     return out
 
 
-__all__ = ["make_page", "OUTPUTS"]
+__all__ = ["make_page"]

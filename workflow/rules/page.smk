@@ -1,6 +1,7 @@
 # Stage 6: the campaign's report page (harness/report/page.py), results/<c>/report/index.html:
-# one self-contained HTML file with the provenance, the cells by status, every table and
-# figure of the stages above with its caption, and a sortable table of the cells.
+# one self-contained HTML file that reads like a paper: contents, the campaign, its findings,
+# then per report what it reproduces, its claims, its figures and its tables, the cells by
+# status per experiment, and a sortable table of the cells.
 
 localrules: report_page
 
@@ -19,5 +20,6 @@ rule report_page:
         make_page = serial_import("harness.report.page").make_page
 
         given = [str(p) for p in (workflow.overwrite_configfiles or [])]
-        make_page(CAMPAIGN, output[0], RES + "/tables", FIG,
+        make_page(Inputs.load(RES, RES + "/tables", FIG, statistic=STATISTIC), output[0],
+                  config=f"{CAMPAIGN.cfg.source} (hash {CAMPAIGN.cfg.digest})",
                   configfile=given[-1] if given else None)
