@@ -70,7 +70,7 @@ def test_native_smp_and_auto_in_the_times_table_and_figures(tmp_path):
         assert f"| {head} |" in md or f"| {head}" in md, head
     assert "1 (real, not comparable)" in md
     # the native rows are drawn beside RD/SMP/NAP: one legend entry per series, and the note
-    assert sorted(nat["series"].unique()) == sorted(node_aware.NATIVE_STYLE)
+    assert sorted(nat["series"].unique()) == sorted(node_aware_data.NATIVE_SERIES)
     drawn = {}
 
     def save(fig, path):

@@ -78,7 +78,7 @@ from ..analysis.castello import (
     variants,
 )
 from ..models import maxrate
-from . import style, tables
+from . import facets, style, tables
 
 
 def _n(v) -> str:
@@ -124,66 +124,39 @@ def _grid(lo, hi, per_octave=4):
     return 2.0 ** (k / per_octave)
 
 
-def _size_axis(ax, lo, hi, label="message size (bytes per process)"):
-    ax.set_xscale("log", base=2)
-    ticks = [2.0 ** k for k in range(int(math.floor(math.log2(max(lo, 1)))),
-                                      int(math.ceil(math.log2(hi))) + 1)]
-    step = max(1, math.ceil(len(ticks) / 7))
-    ticks = ticks[::step]
-    ax.set_xticks(ticks)
-    ax.set_xticklabels([tables.format_size(v) for v in ticks], rotation=45)
-    ax.set_xlabel(label)
+def _size_axis(ax, lo, hi, label=None):
+    facets.size_axis(ax, [lo, hi], label=label, limits=(lo / 2**0.3, hi * 2**0.3))
+
+
+def _table1_look(alg: str) -> facets.Look:
+    """One colour and marker per Table 1 algorithm in every panel (MPICH names RSA
+    reduce_scatter_allgather): Open MPI's name of it picks them."""
+    return facets.algorithm_look(NATIVE["openmpi"][alg])
 
 
 def fig2(meas: pd.DataFrame, doc: dict, path) -> list[Path]:
-    if not len(meas):
-        return style.placeholder(path, "Castelló et al., Fig. 2",
-                                 "no measured native allreduce of RDB, RSA, LIN, RNG or SRG")
-    style.setup()
-    libs = sorted(meas["library"].unique(), key=style.library_sort_key)
-    procs = sorted(meas["procs"].unique())
-    fig = Figure(figsize=(3.4 * len(procs) + 1.6, 2.9 * len(libs)), layout="constrained")
-    axs = np.atleast_2d(fig.subplots(len(libs), len(procs), squeeze=False))
-    handles = {}
-    for i, lib in enumerate(libs):
+    """Measured MiB/s against size, a panel per library and P, a line per Table 1 algorithm;
+    dashed, its model (THEO) with the library's ping-pong parameters."""
+    xs = _grid(meas["size"].min(), meas["size"].max()) if len(meas) else []
+
+    def model(ax, key, d, factor) -> dict:
+        lib, P = key["library"], key["procs"]
         pp, src = pingpong_for(doc, lib)
-        g = pp.get("gamma") or doc["gamma"]
-        seg = segment_size(lib)
-        for j, P in enumerate(procs):
-            ax = axs[i, j]
-            d = meas[(meas["library"] == lib) & (meas["procs"] == P)]
-            if d.empty:  # a model alone compares nothing: no panel
-                ax.set_axis_off()
-                ax.text(0.5, 0.5, f"{style.library_title(lib)}, P = {P}:\nno measured allreduce",
-                        ha="center", va="center", color="0.4", transform=ax.transAxes)
-                continue
-            lo, hi = meas["size"].min(), meas["size"].max()
-            xs = _grid(lo, hi)
-            for alg in ALGORITHMS:
-                if alg not in NATIVE.get(lib, {}):
-                    continue
-                # one colour and marker per Table 1 algorithm in every panel (MPICH names RSA
-                # reduce_scatter_allgather): Open MPI's name of it picks them
-                nat = NATIVE["openmpi"][alg]
-                c = style.color(nat)
-                h, = ax.plot(xs, [mibs(x, variants(alg, P, x, pp["alpha"], pp["beta"], g, seg)["THEO"])
-                                  for x in xs], ls="--", lw=0.9, color=c)
-                handles.setdefault(f"{alg}-T", h)
-                dd = d[d["alg"] == alg].sort_values("size")
-                if len(dd):
-                    h, = ax.plot(dd["size"], tables.mibs(dd["size"], dd["mean"]), ls="-",
-                                 marker=style.marker(nat), color=c)
-                    handles.setdefault(alg, h)
-            _size_axis(ax, lo, hi)
-            ax.set_yscale("log")
-            ax.set_title(f"{style.library_title(lib)}, P = {P} (model: ping-pong {src})")
-            if j == 0:
-                ax.set_ylabel("MiB/s (size / time)")
-    order = [k for a in ALGORITHMS for k in (a, f"{a}-T") if k in handles]
-    fig.legend([handles[k] for k in order], order, loc="outside right center")
-    fig.suptitle("Castelló et al., Fig. 2: Table 1 models with ping-pong parameters (-T, dashed) "
-                 "against measured allreduce")
-    return style.save(fig, path)
+        g, seg = pp.get("gamma") or doc["gamma"], segment_size(lib)
+        ax.set_title(f"{style.library_title(lib)}, P = {P} (model: ping-pong {src})")
+        return {f"{alg}-T": ax.plot(xs, [mibs(x, variants(alg, P, x, pp["alpha"], pp["beta"], g,
+                                                          seg)["THEO"]) for x in xs],
+                                    ls="--", lw=0.9, color=_table1_look(alg).color)[0]
+                for alg in ALGORITHMS if alg in NATIVE.get(lib, {})}
+
+    spec = facets.Spec(
+        x="size", y="throughput", series="alg", rows="library", cols="procs", ci="none",
+        look=_table1_look, order=lambda a: [x for x in ALGORITHMS if x in a], after=model,
+        ylabel="MiB/s (size / time)", notes=("-T, dashed: the algorithm's Table 1 model (THEO)",),
+        title="Castelló et al., Fig. 2: Table 1 models with ping-pong parameters against "
+              "measured allreduce")
+    return facets.figure(spec, meas, path, empty="no measured native allreduce of RDB, RSA, "
+                         "LIN, RNG or SRG")
 
 
 # Castelló et al., Fig. 1: the fixed values (caption and Sect. 3.3); n = 16 MiB is the caption's
@@ -288,55 +261,42 @@ def fig1(doc: dict | None, path) -> list[Path]:
     return style.save(fig, path)
 
 
-VARIANT_STYLE = {"THEO": ("k", "--", None), "REAL": ("#d62728", "-", "o"),
-                 "OVL": ("#1f77b4", ":", None), "NOVL": ("#2ca02c", "-.", None)}
+VARIANT_STYLE = {name: (style.SERIES_COLORS[name], ls, mk) for name, ls, mk in (
+    ("THEO", "--", None), ("REAL", "-", "o"), ("OVL", ":", None), ("NOVL", "-.", None))}
 
 
 def fig3(meas: pd.DataFrame, doc: dict, path) -> list[Path]:
+    """RSA and RNG of one library (Open MPI when measured): measured (REAL) against the
+    three model variants, a panel per algorithm and P."""
     algs = ("RSA", "RNG")
     libs = [l for l in sorted(meas["library"].unique(), key=lambda l: (l != "openmpi", l))
             if set(meas[meas["library"] == l]["alg"]) & set(algs)] if len(meas) else []
-    if not libs:
-        return style.placeholder(path, "Castelló et al., Fig. 3",
-                                 "no measured native allreduce of RSA or RNG")
-    lib = libs[0]
-    d = meas[meas["library"] == lib]
-    procs = sorted(d["procs"].unique())
-    pp, src = pingpong_for(doc, lib)
-    g = pp.get("gamma") or doc["gamma"]
-    style.setup()
-    fig = Figure(figsize=(7.4, 2.7 * len(procs)), layout="constrained")
-    axs = fig.subplots(len(procs), 2, squeeze=False)
-    lo, hi = d["size"].min(), d["size"].max()
-    xs = _grid(lo, hi)
-    for i, P in enumerate(procs):
-        for j, alg in enumerate(algs):
-            ax = axs[i, j]
-            for name in ("THEO", "OVL", "NOVL"):
-                c, ls, _ = VARIANT_STYLE[name]
-                ax.plot(xs, [mibs(x, variants(alg, P, x, pp["alpha"], pp["beta"], g)[name])
-                             for x in xs], color=c, ls=ls, label=name)
-            dd = d[(d["procs"] == P) & (d["alg"] == alg)].sort_values("size")
-            c, ls, mk = VARIANT_STYLE["REAL"]
-            if len(dd):
-                ax.plot(dd["size"], tables.mibs(dd["size"], dd["mean"]), color=c, ls=ls,
-                        marker=mk, label="REAL")
-            else:
-                ax.text(0.5, 0.5, "not measured", transform=ax.transAxes, ha="center", color="0.4")
-            _size_axis(ax, lo, hi)
-            ax.set_yscale("log")
-            ax.set_title(f"{alg} ({NATIVE[lib].get(alg, '?').split(':')[-1]}), P = {P}")
-            if j == 0:
-                ax.set_ylabel("MiB/s (size / time)")
-            if i == 0 and j == 0:
-                ax.legend(loc="best")
-    fig.suptitle(f"Castelló et al., Fig. 3: theory (THEO), overlapped (OVL: L + max(B, A)), "
-                 f"not overlapped (NOVL: 2L + 2B + A)\nand measured (REAL), "
-                 f"{style.library_title(lib)}, parameters: ping-pong {src}")
-    return style.save(fig, path)
+    lib = libs[0] if libs else ""
+    d = meas[(meas["library"] == lib) & meas["alg"].isin(algs)] if libs else meas
+    pp, src = pingpong_for(doc, lib) if libs else ({}, "")
+    g = pp.get("gamma") or doc.get("gamma")
+    xs = _grid(d["size"].min(), d["size"].max()) if len(d) else []
+
+    def model(ax, key, rows, factor) -> dict:
+        alg, P = key["alg"], key["procs"]
+        ax.set_title(f"{alg} ({NATIVE[lib].get(alg, '?').split(':')[-1]}), P = {P}")
+        return {name: ax.plot(xs, [mibs(x, variants(alg, P, x, pp["alpha"], pp["beta"], g)[name])
+                                   for x in xs], color=c, ls=ls)[0]
+                for name, (c, ls, _) in VARIANT_STYLE.items() if name != "REAL"}
+
+    spec = facets.Spec(
+        x="size", y="throughput", series="variant", rows="procs", cols="alg", ci="none",
+        look=lambda v: facets.Look(VARIANT_STYLE[v][0], VARIANT_STYLE[v][2]), after=model,
+        ylabel="MiB/s (size / time)", panel_size=(3.6, 2.6),
+        title="Castelló et al., Fig. 3: theory (THEO), overlapped (OVL: L + max(B, A)), not "
+              f"overlapped (NOVL: 2L + 2B + A)\nand measured (REAL), {style.library_title(lib)}, "
+              f"parameters: ping-pong {src}")
+    return facets.figure(spec, d.assign(variant="REAL"), path,
+                         empty="no measured native allreduce of RSA or RNG")
 
 
-LEVEL_STYLE = {"socket": ("#1f77b4", "o"), "node": ("#2ca02c", "s"), "network": ("#d62728", "^")}
+LEVEL_STYLE = {lv: (style.SERIES_COLORS[lv], mk) for lv, mk in (("socket", "o"), ("node", "s"),
+                                                                 ("network", "^"))}
 
 
 def fig5(df: pd.DataFrame, doc: dict, path, ppns=(1, 2, 4, 8, 16)) -> list[Path]:
@@ -380,7 +340,7 @@ def fig5(df: pd.DataFrame, doc: dict, path, ppns=(1, 2, 4, 8, 16)) -> list[Path]
             ax.plot(g["size"], g["mean"], ls="none", marker="x", ms=4,
                     color=LEVEL_STYLE[lv][0], alpha=0.5 + 0.5 * min(k, 8) / 8,
                     label=f"{lv.capitalize()} ping-pong, {k} pairs")
-    _size_axis(ax, lo, hi, "message size")
+    _size_axis(ax, lo, hi)
     ax.set_yscale("log")
     ax.set_ylabel("time of one message (s)")
     ax.legend(loc="upper left", fontsize=6.5, ncol=2)

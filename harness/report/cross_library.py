@@ -26,6 +26,7 @@ results/<c> --reference LIB``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -33,9 +34,9 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.cross_library import REFERENCE, reference_of, table  # noqa: F401
-from . import style, tables
-from .figures import context_label, size_ticks, throughput_points
-from .workload import LIB_COLOURS, grouped_bars
+from . import facets, style, tables
+from .figures import context_label
+from .workload import grouped_bars
 
 TABLE = "cross_library"
 FIGURES = ("cross_library", "cross_library_normalised")
@@ -133,39 +134,56 @@ def _legend(fig, axes) -> None:
                    fontsize=7)
 
 
-def _colour(lib: str) -> str:
-    return LIB_COLOURS.get(lib, style.color(lib))
+def _lines(t: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """AUTO and BEST of every library as the rows of a faceted figure: ``panel`` (the index
+    of its title), ``line`` (``<library>|<version>|auto``) and the time with its CI."""
+    titles, parts = [], []
+    for i, (title, g) in enumerate(_panels(t) if len(t) else []):
+        titles.append(title)
+        for who in ("auto", "best"):
+            parts.append(g.assign(
+                panel=i, line=g["library"] + "|" + g["library_version"].astype(str) + "|" + who,
+                status=g[f"{who}_status"],
+                **{c: g[f"{who}_{c}"] for c in ("mean", "ci_low", "ci_high")}))
+    return (pd.concat(parts, ignore_index=True) if parts else t), titles
+
+
+def _look(line: str) -> facets.Look:
+    lib, _, who = line.split("|")
+    return dataclasses.replace(facets.library_look(lib), ls="-" if who == "auto" else "--",
+                               lw=1.3)
+
+
+def _label(line: str) -> str:
+    lib, version, who = line.split("|")
+    return f"{style.library_label(lib, version)} {who.upper()}"
+
+
+def _order(lines) -> list[str]:
+    return sorted(lines, key=lambda x: (style.library_sort_key(x.split("|")[0]), x))
+
+
+def _best_names(ax, key, rows: pd.DataFrame, factor: float) -> None:
+    """Each BEST point labelled with its algorithm, as the paper does."""
+    best = rows[rows["line"].str.endswith("|best") & (rows["best_algorithm"] != "")]
+    x, y, _ = facets.points(FIG6, best)
+    for xi, yi, a, lib in zip(x, y, best["best_algorithm"], best["library"]):
+        if math.isfinite(yi):
+            ax.annotate(style.short(a), (xi, yi), textcoords="offset points", xytext=(3, 4),
+                        fontsize=6, color=style.library_color(lib))
+
+
+FIG6 = facets.Spec(x="size", y="throughput", series="line", cols="panel", wrap=2,
+                   look=_look, label=_label, order=_order, ylabel="throughput, MiB/s = size / time",
+                   title="AUTO and BEST of every library (Castelló et al., Fig. 6 style)",
+                   panel_size=(5.2, 3.2), after=_best_names)
 
 
 def figure(t: pd.DataFrame, base) -> list[Path]:
     """Fig. 6: MiB/s against size, AUTO solid and BEST dashed per library."""
-    title = "AUTO and BEST of every library (Castelló et al., Fig. 6 style)"
-    panels = list(_panels(t)) if len(t) else []
-    if not panels:
-        return style.placeholder(base, title, "no native cells with a time")
-    fig, axes = _grid(len(panels), 5.2, 3.4)
-    for ax, (ptitle, g) in zip(axes, panels):
-        for lib, _version, d, name in _series(g):
-            d = d.sort_values("size")
-            for who, ls in (("auto", "-"), ("best", "--")):
-                s = d.rename(columns={f"{who}_{c}": c for c in ("mean", "ci_low", "ci_high")})
-                x, y, err = throughput_points(s)
-                ax.errorbar(x, y, yerr=err, color=_colour(lib), ls=ls, marker="o" if who == "auto"
-                            else "s", ms=3.5, lw=1.3, capsize=2, elinewidth=0.8,
-                            label=f"{name} {who.upper()}")
-                if who == "best":  # the paper labels BEST with its algorithm
-                    for xi, yi, a in zip(x, y, s["best_algorithm"]):
-                        if math.isfinite(yi) and a:
-                            ax.annotate(style.short(a), (xi, yi), textcoords="offset points",
-                                        xytext=(3, 4), fontsize=6, color=_colour(lib))
-        size_ticks(ax, g["size"].unique())
-        ax.set_ylim(bottom=0)
-        ax.set_xlabel("Message size (bytes per rank)")
-        ax.set_ylabel("Throughput, MiB/s = size / time")
-        ax.set_title(ptitle)
-    _legend(fig, axes)
-    fig.suptitle(title)
-    return style.save(fig, base)
+    rows, titles = _lines(t)
+    spec = dataclasses.replace(FIG6, panel_title=lambda k: titles[k["panel"]])
+    return facets.figure(spec, rows, base, empty="no native cells with a time")
 
 
 def figure_normalised(t: pd.DataFrame, base) -> list[Path]:
@@ -191,8 +209,8 @@ def figure_normalised(t: pd.DataFrame, base) -> list[Path]:
                 v = d[f"{who}_speedup"].to_numpy(float)
                 err = np.vstack([v - d[f"{who}_speedup_low"].to_numpy(float),
                                  d[f"{who}_speedup_high"].to_numpy(float) - v])
-                series.append((f"{name} {who.upper()}", v,
-                               np.clip(np.nan_to_num(err, nan=0.0), 0, None), _colour(lib), hatch))
+                series.append((f"{name} {who.upper()}", v, np.clip(np.nan_to_num(err, nan=0.0),
+                               0, None), style.library_color(lib), hatch))
         grouped_bars(ax, [tables.format_size(s) for s in sizes], series)
         ax.axhline(1.0, color="0.3", linewidth=0.8)
         values = g[["auto_speedup", "best_speedup"]].to_numpy(float)
@@ -200,7 +218,7 @@ def figure_normalised(t: pd.DataFrame, base) -> list[Path]:
         if len(values) and values.max() / values.min() > 8:  # ratios far apart: log axis
             ax.set_yscale("log")
             ax.yaxis.set_major_formatter(style.PLAIN_TICKS)
-        ax.set_xlabel("Message size (bytes per rank)")
+        ax.set_xlabel(facets.X_AXES["size"][0])
         ax.set_ylabel(f"{ref} AUTO time / time (> 1: faster)")
         ax.set_title(ptitle)
     _legend(fig, axes)

@@ -30,6 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import matplotlib
+import matplotlib.colors
 import matplotlib.ticker
 import numpy as np
 import pandas as pd
@@ -71,6 +73,14 @@ def library_look(name) -> Look:
     return Look(style.library_color(name), style.library_marker(name))
 
 
+def sequential_look(values, **kw) -> Callable[[object], Look]:
+    """Series that are ordered numbers (sizes): viridis from the smallest to the largest."""
+    order = sorted(set(values))
+    cmap = matplotlib.colormaps["viridis"]
+    return lambda v: Look(matplotlib.colors.to_hex(cmap(order.index(v) / max(1, len(order) - 1)
+                                                        * 0.85)), **kw)
+
+
 @dataclass(frozen=True)
 class Spec:
     """A faceted line figure. Columns of the frame handed to ``figure``/``panel``:
@@ -99,7 +109,8 @@ class Spec:
     hollow_note: str = HOLLOW_NOTE  # the legend's entry for the hollow points
     panel_size: tuple[float, float] = (3.4, 2.8)
     notes: tuple[str, ...] = ()  # lines under the legend
-    # after(ax, key, rows, factor): what a report draws over a panel (factor: time_unit's)
+    # after(ax, key, rows, factor): what a report draws over a panel (factor: time_unit's);
+    # it may return {label: handle} for the legend
     after: Callable | None = field(default=None, repr=False)
 
 
@@ -312,8 +323,11 @@ def figure(spec: Spec, data: pd.DataFrame, path, empty: str = "no data") -> list
             blank(ax, empty)
             continue
         handles.update(panel(ax, spec, d, factor))
-        if spec.after:
-            spec.after(ax, key, d, factor)
+        if spec.after:  # it may return legend entries of its own, and widen the axes
+            extra = spec.after(ax, key, d, factor)
+            handles.update(extra if isinstance(extra, dict) else {})
+            if spec.ylog:
+                plain_log(ax)
         if spec.panel_title:
             ax.set_title(spec.panel_title(key))
         if ax.get_subplotspec().is_first_col():
@@ -336,6 +350,6 @@ def finish(fig, spec: Spec, handles: dict, path, ncols: int = 1) -> list[Path]:
     return style.save(fig, path)
 
 
-__all__ = ["Spec", "Look", "algorithm_look", "library_look", "figure", "panel", "finish",
+__all__ = ["Spec", "Look", "algorithm_look", "library_look", "sequential_look", "figure", "panel", "finish",
            "layout", "points", "hollow_mask", "time_unit", "size_axis", "x_axis", "plain_log",
            "y_label", "blank"]

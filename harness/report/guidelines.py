@@ -16,8 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..analysis.guidelines import comparisons
-from . import style, tables
-from .figures import size_ticks
+from . import facets, style, tables
 from .tables import format_size
 
 CAPTION = ("Performance guidelines: each library's AUTO against mock-ups made of its own "
@@ -50,42 +49,37 @@ def write(t: pd.DataFrame, tables_dir) -> list[Path]:
                               placeholder="no cell with AUTO and a mock-up")
 
 
-def figure(t: pd.DataFrame, path) -> list[Path]:
-    d = t[t["verdict"].isin(["violation", "holds", "tie"])]
-    if d.empty:
-        return style.placeholder(path, "Performance guidelines",
-                                 "no cell where AUTO and a mock-up both have a time on "
-                                 "enough cores")
-    from matplotlib.figure import Figure
+def _line(line: str) -> tuple[str, int, str]:
+    mock, procs, buffers = line.split("|")
+    return mock, int(procs), buffers
 
-    style.setup()
-    libs = sorted(d["library"].unique())
-    fig = Figure(figsize=(3.6 * len(libs), 3.0), layout="constrained")
-    axes = fig.subplots(1, len(libs), squeeze=False, sharey=True)[0]
-    markers = {"reduce_bcast": "o", "reduce_scatter_allgather": "s", "allreduce_halves": "^"}
-    for ax, lib in zip(axes, libs):
-        mine = d[d["library"] == lib]
-        for (mock, procs, buffers), g in mine.groupby(["mock_up", "procs", "buffers"], sort=True):
-            g = g.sort_values("size")
-            colour = style.color(mock)
-            cold = buffers == "rotate"
-            ax.plot(g["size"], g["speedup"], color=colour, lw=1, alpha=0.8, ls="--" if cold else "-",
-                    label=f"{LABELS.get(mock, mock)}, P={procs}" + (", rotated" if cold else ""))
-            bad = g["verdict"] == "violation"
-            ax.scatter(g["size"], g["speedup"], marker=markers.get(mock, "o"), s=22,
-                       facecolors=[colour if b else "white" for b in bad], edgecolors=colour,
-                       zorder=3)
-        ax.axhline(1.0, color="0.3", lw=0.8)
-        size_ticks(ax, sorted(mine["size"].unique()))
-        ax.set_yscale("log")
-        ax.yaxis.set_major_formatter(style.PLAIN_TICKS)
-        ax.yaxis.set_minor_formatter(style.PLAIN_TICKS)
-        ax.set_title(style.library_title(lib))
-        ax.set_xlabel("message size")
-        ax.legend(fontsize=6, loc="best")
-    axes[0].set_ylabel("t_AUTO / t_mock-up (log)\nabove 1: mock-up faster")
-    fig.suptitle("Performance guidelines (filled: violated, 95% CIs apart)", fontsize=9)
-    return style.save(fig, path)
+
+def _look(line: str) -> facets.Look:
+    mock, _, buffers = _line(line)
+    return facets.Look(style.color(mock), style.marker(mock), "--" if buffers == "rotate" else "-",
+                       lw=1.0, ms=4.5)
+
+
+def _label(line: str) -> str:
+    mock, procs, buffers = _line(line)
+    return f"{LABELS.get(mock, mock)}, P={procs}" + (", rotated" if buffers == "rotate" else "")
+
+
+def figure(t: pd.DataFrame, path) -> list[Path]:
+    """AUTO's time over each mock-up's against size, a panel per library, a line per mock-up,
+    P and buffers; filled where the guideline is violated (95% CIs apart)."""
+    d = t[t["verdict"].isin(["violation", "holds", "tie"])]
+    d = d.assign(line=[f"{m}|{int(p)}|{b}" for m, p, b in zip(d["mock_up"], d["procs"],
+                                                              d["buffers"])],
+                 holds=d["verdict"] != "violation")
+    spec = facets.Spec(
+        x="size", y="speedup", series="line", cols="library", ci="none", reference=1.0,
+        hollow="holds", hollow_note="hollow: the guideline holds or ties (filled: violated, "
+        "95% CIs apart)", look=_look, label=_label, order=lambda x: sorted(x, key=_line),
+        ylabel="t_AUTO / t_mock-up (log)\nabove 1: mock-up faster",
+        panel_title=lambda k: style.library_title(k["library"]), title="Performance guidelines")
+    return facets.figure(spec, d, path, empty="no cell where AUTO and a mock-up both have a "
+                         "time on enough cores")
 
 
 def make(inputs) -> list[Path]:

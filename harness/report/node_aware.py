@@ -37,8 +37,8 @@ Returns the written paths. CLI: ``python -m harness.report node_aware --store re
 
 from __future__ import annotations
 
+import dataclasses
 import math
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -57,27 +57,14 @@ from ..analysis.node_aware import (
     times_table,
 )
 from ..analysis.netparams import maxrate_params
-from ..analysis.vocabulary import is_timed, timed_mask
+from ..analysis.vocabulary import is_timed, oversubscribed_mask, timed_mask
 from ..models import maxrate
-from . import style, tables
+from . import facets, style, tables
 
 LABELS = {"recursive_doubling": "RD", "smp": "SMP", "nap": "NAP"}
-# RD keeps the harness's colour of recursive doubling; SMP takes that of the library's own SMP
-# (native:smp); NAP gets an orange of its own (the hashed colours of the two were alike)
-COLORS = {"recursive_doubling": style.color("recursive_doubling"),
-          "smp": style.color("native:smp"), "nap": "#e6550d"}
-MARKERS = {"recursive_doubling": "o", "smp": "s", "nap": "^"}
-
-# The libraries' own MPI_Allreduce beside them (Bienz et al., Figs. 16-17: NAP against MPICH's
-# SMP, "MPI"): MPICH's forced SMP and each library's AUTO. They run on the REAL node layout
-# (the ranks' hosts), never on the emulated one, so they are drawn hollow and dashed; series
-# key "<algorithm>@<library>"
-NATIVE_STYLE = dict(zip(NATIVE_SERIES, (  # (colour, marker, line style)
-    (style.color("native:smp"), "s", "--"),  # MPICH's SMP
-    ("#000000", "D", ":"),  # AUTO: MPICH, Open MPI, Intel MPI
-    ("#555555", "v", ":"),
-    ("#999999", "P", ":"),
-)))
+# NAP's speedup lines: over whom, drawn in that one's look
+SPEEDUPS = {"NAP vs RD": "recursive_doubling", "NAP vs SMP": "smp",
+            "NAP vs MPICH SMP (native)": "native:smp@mpich"}
 
 
 def native_label(series: str) -> str:
@@ -88,11 +75,31 @@ def native_label(series: str) -> str:
     return f"{style.library_title(lib)} {style.short(alg)} (native)"
 
 
-def _native_style(series: str):
-    if series in NATIVE_STYLE:
-        return NATIVE_STYLE[series]
-    alg = series.split("@", 1)[0]
-    return style.color(alg), style.marker(alg), ":"
+def _look(series: str) -> facets.Look:
+    """RD, SMP and NAP in their colours; the libraries' own MPI_Allreduce beside them (series
+    ``<algorithm>@<library>``: MPICH's forced SMP, each library's AUTO, Bienz et al., Figs.
+    16-17) ran on the REAL node layout, never on the emulated one: hollow and dashed, MPICH's
+    SMP in native:smp's colour, each AUTO in its library's."""
+    if "@" not in series:
+        return facets.algorithm_look(series)
+    alg, lib = series.split("@", 1)
+    if alg == "native:auto":
+        return facets.Look(style.library_color(lib), style.library_marker(lib), ":", hollow=True)
+    return facets.Look(style.color(alg), style.marker(alg), "--", hollow=True)
+
+
+def _label(series: str) -> str:
+    return LABELS.get(series) or native_label(series)
+
+
+def _order(names) -> list[str]:
+    known = [*ALGORITHMS, *NATIVE_SERIES]
+    return [n for n in known if n in names] + sorted(set(names) - set(known))
+
+
+def _speedup_look(name: str) -> facets.Look:
+    ref = SPEEDUPS[name]
+    return dataclasses.replace(_look(ref), ls={"recursive_doubling": "-", "smp": "--"}.get(ref, ":"))
 
 
 def _native_for(nat: pd.DataFrame, harness_layout: str | None, ppn) -> pd.DataFrame:
@@ -180,21 +187,40 @@ def write_times(table: pd.DataFrame, base: Path) -> list[Path]:
 
 # ----------------------------------------------------------------------------------- figures
 
-def _plain_log(ax) -> None:
-    """Log axis labelled 20, 50, 100 rather than 2×10¹."""
-    from matplotlib.ticker import FuncFormatter, LogLocator
+def _column(t: pd.DataFrame, tn: pd.DataFrame, ppn, x: str):
+    """One ppn column: (RD/SMP/NAP rows, the native rows beside them, title, layout of the
+    harness rows): vs P at the smallest size, vs size at the largest P."""
+    g = t[t["ppn"] == ppn] if ppn is not None else t
+    lay = "/".join(sorted(set(map(str, g["layout"].dropna())))) if len(g) else None
+    n = _native_for(tn, lay, ppn) if len(tn) else tn
+    if x == "procs":
+        size = g["size"].min() if len(g) else (n["size"].min() if len(n) else 0)
+        g, n = g[g["size"] == size], (n[n["size"] == size] if len(n) else n)
+        if len(g) and len(n):
+            n = n[n["procs"].isin(g["procs"])]
+        sub = f"ppn = {int(ppn)}, {tables.format_size(size)} per process" if ppn else ""
+    else:
+        procs = g["procs"].max() if len(g) else (n["procs"].max() if len(n) else 0)
+        g, n = g[g["procs"] == procs], (n[n["procs"] == procs] if len(n) else n)
+        sub = f"ppn = {int(ppn)}, P = {int(procs)}" if ppn else ""
+    if lay and lay != "real" and ppn is not None:
+        sub += f" ({lay})"
+    return g, n, sub, lay
 
-    fmt = FuncFormatter(lambda v, _: f"{v:g}")
-    ax.yaxis.set_major_formatter(fmt)
-    ax.yaxis.set_minor_locator(LogLocator(subs=(2, 5)))
-    ax.yaxis.set_minor_formatter(fmt)
 
-
-def _errorbar(ax, s: pd.DataFrame, x: str, **kw):
-    lo = (s["mean"] - s["ci_low"]).clip(lower=0).fillna(0).to_numpy(float)
-    hi = (s["ci_high"] - s["mean"]).clip(lower=0).fillna(0).to_numpy(float)
-    return ax.errorbar(s[x].to_numpy(float), s["mean"].to_numpy(float) * 1e6,
-                       yerr=np.vstack([lo, hi]) * 1e6, **kw)
+def _speedups(g: pd.DataFrame, n: pd.DataFrame, x: str, lay) -> pd.DataFrame:
+    """NAP's speedups of one column as rows (``x``, ``speedup``, ``series``); over MPICH's own
+    SMP only where both saw the same real nodes (Figs. 16-17)."""
+    p = pivot(g, [x]) if len(g) else pd.DataFrame(
+        columns=[x, "nap_mean", "speedup_vs_rd", "speedup_vs_smp"])
+    parts = [p[[x]].assign(speedup=p["speedup_vs_rd"], series="NAP vs RD"),
+             p[[x]].assign(speedup=p["speedup_vs_smp"], series="NAP vs SMP")]
+    ms = n[n["series"] == "native:smp@mpich"] if len(n) else n
+    if lay == "real" and len(p) and len(ms):
+        v = p.merge(ms[[x, "mean"]].rename(columns={"mean": "native_smp"}), on=x)
+        parts.append(v[[x]].assign(speedup=v["native_smp"] / v["nap_mean"],
+                                   series="NAP vs MPICH SMP (native)"))
+    return pd.concat(parts, ignore_index=True).astype({x: float, "speedup": float})
 
 
 def _figure(d: pd.DataFrame, x: str, path, title: str,
@@ -202,95 +228,30 @@ def _figure(d: pd.DataFrame, x: str, path, title: str,
     """Columns per ppn: time vs ``x`` (top) and NAP's speedups (bottom); the native rows
     ``nat`` (``load_native``) hollow and dashed beside them, with a note when they ran on
     another layout than RD/SMP/NAP."""
-    style.setup()
     t = d[timed_mask(d)]
+    t = t.assign(series=t["algorithm"])
     tn = nat[timed_mask(nat)] if nat is not None and len(nat) else pd.DataFrame(columns=["series"])
-    ppns = sorted(t["ppn"].unique()) or [None]
-    fig = Figure(figsize=(3.4 * len(ppns) + 0.6, 5.6), layout="constrained")
-    axes = fig.subplots(2, len(ppns), squeeze=False, sharex="col")
+    top = facets.Spec(x=x, series="series", cols="ppn", look=_look, label=_label, order=_order,
+                      ylabel="time per allreduce", title=title, panel_size=(3.4, 2.4))
+    low = facets.Spec(x=x, series="series", y="speedup", ci="none", ylog=False, reference=1.0,
+                      look=_speedup_look, order=lambda s: [k for k in SPEEDUPS if k in s])
+    fig, axes, _, ppns = facets.layout(top, t, extra_rows=1, sharex="col")
+    factor, unit = facets.time_unit(pd.concat([t["mean"], tn.get("mean", t["mean"])]))
     handles: dict[str, object] = {}
-    notes: set[str] = set()
-    crowded = False
+    notes = set()
     for j, ppn in enumerate(ppns):
-        ax, axs = axes[0, j], axes[1, j]
-        g = t[t["ppn"] == ppn] if ppn is not None else t
-        lay = "/".join(sorted(set(map(str, g["layout"].dropna())))) if len(g) else None
-        n = _native_for(tn, lay, ppn) if len(tn) else tn
-        if x == "procs":
-            size = g["size"].min() if len(g) else (n["size"].min() if len(n) else 0)
-            g = g[g["size"] == size]
-            n = n[n["size"] == size] if len(n) else n
-            if len(g) and len(n):
-                n = n[n["procs"].isin(g["procs"])]
-            sub = f"ppn = {int(ppn)}, {tables.format_size(size)} per process" if ppn else ""
-        else:
-            procs = g["procs"].max() if len(g) else (n["procs"].max() if len(n) else 0)
-            g = g[g["procs"] == procs]
-            n = n[n["procs"] == procs] if len(n) else n
-            sub = f"ppn = {int(ppn)}, P = {int(procs)}" if ppn else ""
-        if lay and lay != "real" and ppn is not None:
-            sub += f" ({lay})"
-        for a in ALGORITHMS:
-            s = g[g["algorithm"] == a].sort_values(x)
-            if not s.empty:
-                handles[LABELS[a]] = _errorbar(ax, s, x, color=COLORS[a], marker=MARKERS[a],
-                                               label=LABELS[a])
-        for series in [k for k in NATIVE_STYLE if k in set(n["series"])] + sorted(
-                set(n["series"]) - set(NATIVE_STYLE)) if len(n) else []:
-            s = n[n["series"] == series].sort_values(x)
-            c, m, ls = _native_style(series)
-            handles[native_label(series)] = _errorbar(
-                ax, s, x, color=c, marker=m, ls=ls, mfc="white", mec=c, label=native_label(series))
-            if lay != "real":
-                notes.add(_real_note(n))
-        crowded = crowded or bool(g["oversubscribed"].any()) or bool(
-            len(n) and n["oversubscribed"].any())
-        p = pivot(g, [x]).sort_values(x) if len(g) else pd.DataFrame()
-        for col, ref, ls in (("speedup_vs_rd", "recursive_doubling", "-"),
-                             ("speedup_vs_smp", "smp", "--")):
-            if len(p) and p[col].notna().any():
-                axs.plot(p[x], p[col], ls, color=COLORS[ref], marker=MARKERS[ref],
-                         label=f"NAP vs {LABELS[ref]}")
-        # NAP against MPICH's own SMP (Figs. 16-17) only where both saw the same real nodes
-        ms = n[n["series"] == "native:smp@mpich"] if len(n) else n
-        if lay == "real" and len(p) and len(ms):
-            v = p.merge(ms[[x, "mean"]].rename(columns={"mean": "native_smp"}), on=x)
-            v = v[v["native_smp"].notna() & v["nap_mean"].notna()]
-            if len(v):
-                c, m, _ = _native_style("native:smp@mpich")
-                axs.plot(v[x], v["native_smp"] / v["nap_mean"], ":", color=c, marker=m,
-                         mfc="white", mec=c, label="NAP vs MPICH SMP (native)")
-        axs.axhline(1.0, color="#000000", lw=0.6)
-        ax.set_title(sub)
-        ax.set_yscale("log")
-        _plain_log(ax)
-        xs = sorted(set(g[x]) | (set(n[x]) if len(n) else set()))
-        if x == "size":
-            axs.set_xscale("log", base=2)
-            axs.set_xticks(xs)
-            axs.set_xticklabels([tables.format_size(v) for v in xs], rotation=45)
-            axs.set_xlabel("message size per process")
-        else:
-            if len(xs) > 1 and xs[-1] / xs[0] > 8:
-                axs.set_xscale("log", base=2)
-            axs.set_xticks(xs)
-            axs.set_xticklabels([str(int(v)) for v in xs], rotation=45 if len(xs) > 5 else 0)
-            axs.set_xlabel("processes P")
-        if j == 0:
-            ax.set_ylabel("time per allreduce (µs)")
-            axs.set_ylabel("speedup of NAP")
-        if axs.get_legend_handles_labels()[0]:
-            axs.legend(loc="best")
-    if crowded:
-        notes.add("P > cores of a node somewhere (oversubscribed): times carry no claim")
-    if handles:
-        fig.legend(list(handles.values()), list(handles), loc="outside lower center",
-                   ncol=min(len(handles), 4),
-                   title="\n".join(textwrap.fill(v, 50 + 45 * len(ppns)) for v in sorted(notes))
-                   or None,
-                   title_fontsize=7.5)
-    fig.suptitle(title)
-    return style.save(fig, path)
+        g, n, sub, lay = _column(t, tn, ppn, x)
+        handles.update(facets.panel(axes[0, j], top, pd.concat([g, n]), factor))
+        if facets.panel(axes[1, j], low, _speedups(g, n, x, lay)):
+            axes[1, j].legend(loc="best")
+        if len(n) and lay != "real":
+            notes.add(_real_note(n))
+        axes[0, j].set_title(sub)
+        axes[0, j].set_xlabel("")
+    axes[0, 0].set_ylabel(facets.y_label(top, unit))
+    axes[1, 0].set_ylabel("speedup of NAP")
+    return facets.finish(fig, dataclasses.replace(top, notes=tuple(sorted(notes))), handles, path,
+                         ncols=len(ppns))
 
 
 def model_figure(path, params=None, ppn: int = 16, procs: int = 32768) -> list[Path]:
@@ -307,21 +268,18 @@ def model_figure(path, params=None, ppn: int = 16, procs: int = 32768) -> list[P
     nodes = [2 ** k for k in range(0, int(math.log2(procs // ppn)) + 1)]
     sizes = [8 * 2 ** k for k in range(0, 18)]
     for name, alg in model.items():
-        ax1.plot([n * ppn for n in nodes], [maxrate.cost(name, n, ppn, 8, p).total * 1e6 for n in nodes],
-                 color=COLORS[alg], marker=MARKERS[alg], label=LABELS[alg])
+        kw = dict(color=style.color(alg), marker=style.marker(alg), label=LABELS[alg])
+        ax1.plot([n * ppn for n in nodes], [maxrate.cost(name, n, ppn, 8, p).total * 1e6
+                                            for n in nodes], **kw)
         ax2.plot(sizes, [maxrate.cost(name, procs // ppn, ppn, s, p).total * 1e6 for s in sizes],
-                 color=COLORS[alg], marker=MARKERS[alg], label=LABELS[alg])
-    ax1.set_xscale("log", base=2)
-    ax1.set_xlabel("processes P")
+                 **kw)
+    facets.x_axis(ax1, "procs", [n * ppn for n in nodes])
     ax1.set_ylabel("modelled time (µs)")
     ax1.set_title(f"one double per process, ppn = {ppn}")
-    ax2.set_xscale("log", base=2)
     ax2.set_yscale("log")
-    ax2.set_xlabel("bytes per process")
+    facets.plain_log(ax2)
+    facets.size_axis(ax2, sizes)
     ax2.set_title(f"P = {procs}, ppn = {ppn}")
-    ticks = sizes[::3]
-    ax2.set_xticks(ticks)
-    ax2.set_xticklabels([tables.format_size(v) for v in ticks], rotation=45)
     ax1.legend(loc="best")
     fig.suptitle("Max-rate model (Bienz et al., eqs. 4-6)\n"
                  + ", ".join(f"{k}={getattr(p, k):g}" for k in ("alpha_l", "beta_l", "alpha", "R_b",
@@ -351,47 +309,46 @@ def fig1_figure(table: pd.DataFrame, path) -> list[Path]:
     """Time vs P, one line per library (and node count), the 95% CI shaded as the paper
     shades its five runs; oversubscribed points hollow."""
     t = table[timed_mask(table)] if len(table) else table
-    title = "MPI_Allreduce of one double against P (Bienz et al., Fig. 1)"
-    if t.empty:
-        return style.placeholder(path, title, "no native:auto cells of 8 B (float64, sum) in "
-                                 "this campaign: add the node-aware-fig1 experiment")
-    style.setup()
-    fig = Figure(figsize=(5.2, 3.6), layout="constrained")
-    ax = fig.subplots()
-    markers = {"mpich": "D", "openmpi": "v", "impi": "P"}
-    colors = {"mpich": "#000000", "openmpi": "#555555", "impi": "#999999"}
     # one line per library across P (P = 16 on one node, then 32 on two, ...); per node count
     # too only when some P was measured on several node counts
-    multi = t.duplicated(["library", "procs"]).any()
-    t = t.assign(_line=t["nodes"] if multi else 0)
-    for (lib, nodes), g in t.groupby(["library", "_line"], sort=False):
-        g = g.sort_values("procs")
-        c, m = colors.get(lib, style.color(lib)), markers.get(lib, "o")
-        label = style.library_title(lib) + (f", {nodes} nodes" if multi else "")
-        ax.fill_between(g["procs"], g["ci_low"] * 1e6, g["ci_high"] * 1e6, color=c, alpha=0.15,
-                        lw=0)
-        ax.plot(g["procs"], g["mean"] * 1e6, "-", marker=m, color=c, label=label)
-        hollow = g[g["oversubscribed"]]
-        ax.plot(hollow["procs"], hollow["mean"] * 1e6, m, color=c, mfc="white", ls="none")
-    ps = sorted(t["procs"].unique())
-    if ps[-1] / ps[0] > 16:
-        ax.set_xscale("log", base=2)
-    ax.set_xticks(ps)
-    ax.set_xticklabels([str(int(p)) for p in ps], rotation=45 if len(ps) > 8 else 0)
-    ax.set_yscale("log")
-    _plain_log(ax)
-    ax.set_xlabel("processes P")
-    ax.set_ylabel("time per allreduce (µs)")
-    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center",
-               ncol=t["library"].nunique() if not multi else 3,
-               title="AUTO (the library's choice)")
-    if t["oversubscribed"].any():
-        first = int(t[t["oversubscribed"]]["procs"].min())
-        ax.axvspan(first - 0.5, ps[-1] + 0.5, color="#f2f2f2", zorder=0, lw=0)
-        ax.text(0.99, 0.02, f"P ≥ {first}: more ranks than cores (hollow): no claim",
+    multi = len(t) and t.duplicated(["library", "procs"]).any()
+    t = t.assign(line=[f"{lib}@{int(n)}" if multi else lib for lib, n in zip(t["library"], t["nodes"])])
+    spec = facets.Spec(
+        x="procs", series="line", ci="band", ylabel="time per allreduce", panel_size=(5.2, 3.2),
+        look=_fig1_look, label=_fig1_label, after=_crowded_span,
+        order=lambda names: sorted(names, key=lambda s: (style.library_sort_key(s.split("@")[0]),
+                                                         _nodes(s))),
+        title="MPI_Allreduce of one double against P (Bienz et al., Fig. 1)",
+        notes=("AUTO (the library's choice)",))
+    return facets.figure(spec, t, path, empty="no native:auto cells of 8 B (float64, sum) in "
+                         "this campaign: add the node-aware-fig1 experiment")
+
+
+def _nodes(line: str) -> int:
+    """The node count of a Fig. 1 line ``<library>@<nodes>`` (0: the library's one line)."""
+    return int(line.split("@")[1]) if "@" in line else 0
+
+
+def _fig1_look(line: str) -> facets.Look:
+    """The library's look; a line per node count dashed and dotted beyond one node."""
+    ls = ("-", "--", ":", "-.")[int(math.log2(max(_nodes(line), 1))) % 4]
+    return dataclasses.replace(facets.library_look(line.split("@")[0]), ls=ls)
+
+
+def _fig1_label(line: str) -> str:
+    n = _nodes(line)
+    return style.library_title(line.split("@")[0]) + (f", {n} node{'s' if n > 1 else ''}"
+                                                      if n else "")
+
+
+def _crowded_span(ax, key, t: pd.DataFrame, factor: float) -> None:
+    """The P from which some line had more ranks than cores, shaded."""
+    crowded = t[oversubscribed_mask(t)]
+    if len(crowded):
+        first, last = crowded["procs"].min(), t["procs"].max()
+        ax.axvspan(first / 2**0.25, last * 2**0.25, color="#f2f2f2", zorder=0, lw=0)
+        ax.text(0.99, 0.02, f"P ≥ {int(first)}: more ranks than cores (hollow): no claim",
                 transform=ax.transAxes, ha="right", va="bottom", fontsize=7.5, color="0.3")
-    fig.suptitle(title)
-    return style.save(fig, path)
 
 
 def make_fig1(summary_csv, tables_dir, figures_dir) -> list[Path]:

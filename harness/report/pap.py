@@ -31,19 +31,15 @@ cells with a time (status ok / not-converged) are used; ``†`` marks not conver
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
-import matplotlib.ticker
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
-from ..analysis.pap import GROUP, by_mode, delay_modes, label_order, pap_rows, table3, table4
-from . import style, tables
+from ..analysis.pap import GROUP, by_mode, label_order, pap_rows, table3, table4
+from . import facets, style, tables
 
-COLORS = {"ring": "#a50f15", "rabenseifner": "#08519c", "slt": "#7570b3", "prr": "#1b9e77",
-          "slt (online)": "#b07aa1", "prr (online)": "#66a61e", "slt (none)": "#9e9ac8",
-          "prr (none)": "#a1d99b"}
 # ------------------------------------------------------------------------------------- data
 
 def _mark(verdict: str) -> str:
@@ -210,52 +206,36 @@ def write_tables(df: pd.DataFrame, tables_dir, raw_dir=None) -> list[Path]:
 
 # ---------------------------------------------------------------------------------- figures
 
-def _color(label: str) -> str:
-    return COLORS.get(label) or style.color(label)
+def _base(label: str) -> str:
+    """The algorithm of a line's label (``prr`` of ``prr (online) · MPICH P=4``)."""
+    return label.split(" (")[0].split(" · ")[0].split(" P=")[0]
 
 
+def _look(label: str) -> facets.Look:
+    """The algorithm's look (``style``); a variant of its arrival knowledge (``prr (online)``)
+    dashed."""
+    return dataclasses.replace(facets.algorithm_look(_base(label)),
+                               ls="--" if " (" in label else "-")
 
 
-def _series(ax, g: pd.DataFrame, x: str, xscale=lambda v: v):
-    for label in label_order(g["label"]):
-        s = g[g["label"] == label].sort_values(x)
-        xs = xscale(s[x].to_numpy(float))
-        y = s["mean"].to_numpy(float) * 1e3
-        err = np.vstack([y - s["ci_low"].to_numpy(float) * 1e3, s["ci_high"].to_numpy(float) * 1e3 - y])
-        err = np.clip(np.nan_to_num(err, nan=0.0), 0, None)
-        base = label.split(" (")[0]
-        ax.errorbar(xs, y, yerr=err, color=_color(label), marker=style.marker(base), ms=3.5,
-                    lw=1.1, capsize=2, elinewidth=0.8,
-                    linestyle="--" if "(" in label else "-", label=label)
-    ax.set_ylim(bottom=0)
+def _order(labels) -> list[str]:
+    rank = {b: i for i, b in enumerate(label_order({_base(x) for x in labels}))}
+    return sorted(labels, key=lambda x: (rank[_base(x)], x))
 
 
-def _panel_grid(rows, cols, title):
-    style.setup()
-    fig = Figure(figsize=(max(4.0, 3.0 * len(cols) + 0.6), 2.6 * len(rows) + 0.9),
-                 layout="constrained")
-    axes = fig.subplots(len(rows), len(cols), squeeze=False)
-    fig.suptitle(title)
-    return fig, axes
+def _spec(**kw) -> facets.Spec:
+    """Figs. 10-12: rows of panels by delay mode, a line per algorithm, linear times from 0."""
+    return facets.Spec(rows="mode", series="label", ylog=False, look=_look, order=_order,
+                       ylabel="average elapsed", after=lambda ax, *_: ax.set_ylim(bottom=0),
+                       **kw)
 
 
-def _legend(fig, axes):
-    handles, labels = {}, []
-    for ax in axes.flat:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            if lab not in handles:
-                handles[lab] = h
-                labels.append(lab)
-    labels = label_order(labels)
-    if labels:
-        fig.legend([handles[lab] for lab in labels], labels, loc="outside lower center",
-                   ncol=min(len(labels), 5))
-
-
-def _blank(ax, text="no PAP cells"):
-    ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", color="0.4")
-    ax.set_xticks([])
-    ax.set_yticks([])
+def _by_mode(d: pd.DataFrame) -> pd.DataFrame:
+    """The rows of every delay mode with ``mode`` (the delay-none rows in each), a line per P
+    when several."""
+    if d["procs"].nunique() > 1:
+        d = d.assign(label=d["label"] + [f" P={int(p)}" for p in d["procs"]])
+    return pd.concat([g.assign(mode=m) for m, g in by_mode(d)]) if len(d) else d
 
 
 def _context(d: pd.DataFrame) -> str:
@@ -278,88 +258,32 @@ def fig10(df: pd.DataFrame, path_without_ext) -> list[Path]:
     """Mean elapsed time vs max delay (Fig. 10): rows = delay modes, columns = sizes, one
     line per algorithm (per P when several)."""
     d = _with_setup_label(pap_rows(df))
-    modes, sizes = delay_modes(d) if len(d) else ["none"], sorted(d["size"].unique()) or [0]
-    fig, axes = _panel_grid(modes, sizes, "Average elapsed time vs max delay (PAP Fig. 10)"
-                            + (f" — {_context(d)}" if len(d) else ""))
-    for i, (mode, gm) in enumerate(by_mode(d) if len(d) else [("none", d)]):
-        for j, size in enumerate(sizes):
-            ax = axes[i, j]
-            g = gm[gm["size"] == size]
-            if g.empty:
-                _blank(ax)
-                continue
-            for p, gp in g.groupby("procs"):
-                if g["procs"].nunique() > 1:
-                    gp = gp.assign(label=gp["label"] + f" P={int(p)}")
-                _series(ax, gp, "max_delay", lambda v: v * 1e3)
-            ax.set_title(f"{tables.format_size(size)}, {mode}")
-            ax.set_xlabel("Max delay (ms)")
-            ax.set_ylabel("Average elapsed (ms)")
-            delays = sorted(g["max_delay"].unique())
-            if len(delays) > 2 and delays[-1] / max(delays[1], 1e-9) > 20:
-                ax.set_xscale("symlog", linthresh=max(delays[1], 1e-6) * 1e3)
-                ax.set_xticks([m * 1e3 for m in delays])
-                ax.xaxis.set_major_formatter(style.PLAIN_TICKS)
-                ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-    _legend(fig, axes)
-    return style.save(fig, path_without_ext)
+    spec = _spec(x="max_delay", cols="size", title="Average elapsed time vs max delay (PAP Fig. "
+                 "10)" + (f" — {_context(d)}" if len(d) else ""),
+                 panel_title=lambda k: f"{tables.format_size(k['size'])}, {k['mode']}")
+    return facets.figure(spec, _by_mode(d), path_without_ext, empty="no PAP cells")
 
 
 def fig11(df: pd.DataFrame, path_without_ext) -> list[Path]:
     """Mean elapsed time vs size (Fig. 11): rows = delay modes, columns = max delays."""
     d = _with_setup_label(pap_rows(df))
-    modes = delay_modes(d) if len(d) else ["none"]
-    delays = sorted(d["max_delay"].unique()) or [0.0]
-    fig, axes = _panel_grid(modes, delays, "Average elapsed time vs size (PAP Fig. 11)"
-                            + (f" — {_context(d)}" if len(d) else ""))
-    for i, (mode, gm) in enumerate(by_mode(d) if len(d) else [("none", d)]):
-        for j, md in enumerate(delays):
-            ax = axes[i, j]
-            g = gm[gm["max_delay"] == md]
-            if g.empty:
-                _blank(ax)
-                continue
-            for p, gp in g.groupby("procs"):
-                if g["procs"].nunique() > 1:
-                    gp = gp.assign(label=gp["label"] + f" P={int(p)}")
-                _series(ax, gp, "size")
-            ax.set_xscale("log", base=2)
-            sizes = sorted(g["size"].unique())
-            ax.set_xticks(sizes)
-            ax.set_xticklabels([tables.format_size(s) for s in sizes])
-            ax.set_title(f"{mode}, max delay {_delay_header(md)} ms")
-            ax.set_xlabel("Message size per rank")
-            ax.set_ylabel("Average elapsed (ms)")
-    _legend(fig, axes)
-    return style.save(fig, path_without_ext)
+    spec = _spec(x="size", cols="max_delay", title="Average elapsed time vs size (PAP Fig. 11)"
+                 + (f" — {_context(d)}" if len(d) else ""),
+                 panel_title=lambda k: f"{k['mode']}, max delay {_delay_header(k['max_delay'])} ms")
+    return facets.figure(spec, _by_mode(d), path_without_ext, empty="no PAP cells")
 
 
 def fig12(df: pd.DataFrame, path_without_ext) -> list[Path]:
     """Mean elapsed time vs P (Fig. 12) at the largest max delay: rows = delay modes,
     columns = sizes."""
-    d = _with_setup_label(pap_rows(df))
-    modes, sizes = delay_modes(d) if len(d) else ["none"], sorted(d["size"].unique()) or [0]
+    d = _by_mode(_with_setup_label(pap_rows(df)))
     top = float(d["max_delay"].max()) if len(d) else 0.0
-    fig, axes = _panel_grid(modes, sizes, f"Average elapsed time vs P at max delay "
-                            f"{_delay_header(top)} ms (PAP Fig. 12)")
-    for i, (mode, gm) in enumerate(by_mode(d) if len(d) else [("none", d)]):
-        for j, size in enumerate(sizes):
-            ax = axes[i, j]
-            g = gm[(gm["size"] == size) & (gm["max_delay"] == (top if mode != "none" else 0.0))]
-            if g.empty:
-                _blank(ax)
-                continue
-            _series(ax, g, "procs")
-            ps = sorted(g["procs"].unique())
-            ax.set_xticks(ps)
-            ax.set_xticklabels([str(int(p)) for p in ps])
-            if len(ps) == 1:
-                ax.set_xlim(ps[0] - 1, ps[0] + 1)
-            ax.set_title(f"{tables.format_size(size)}, {mode}")
-            ax.set_xlabel("Processes P")
-            ax.set_ylabel("Average elapsed (ms)")
-    _legend(fig, axes)
-    return style.save(fig, path_without_ext)
+    if len(d):  # each mode at its largest max delay (the delay-none rows at 0)
+        d = d[d["max_delay"] == np.where(d["mode"] == "none", 0.0, top)]
+    spec = _spec(x="procs", cols="size", title=f"Average elapsed time vs P at max delay "
+                 f"{_delay_header(top)} ms (PAP Fig. 12)",
+                 panel_title=lambda k: f"{tables.format_size(k['size'])}, {k['mode']}")
+    return facets.figure(spec, d, path_without_ext, empty="no PAP cells")
 
 
 def make(inputs) -> list[Path]:

@@ -19,6 +19,7 @@ are marked and carry no claim. The rows: ``harness/analysis/pingpong.py``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -28,12 +29,10 @@ import pandas as pd
 from ..analysis.pingpong import rows
 from ..analysis.vocabulary import is_timed
 from ..units import format_size, format_time
-from . import style, tables
+from . import facets, style, tables
 
 TABLE = "pingpong"
 FIGURE = "pingpong_fig4"
-LIB_COLOURS = {"mpich": "#1f77b4", "openmpi": "#d62728", "impi": "#2ca02c"}
-LIB_MARKERS = {"mpich": "o", "openmpi": "s", "impi": "D"}
 LEVEL_STYLES = {"socket": ":", "node": "-", "network": "--", "mixed": "-."}
 PAIR_STYLES = ["-", "--", ":", "-."]
 CAPTION = ("Ping-pong one-way time (round trip / 2, mean over the k concurrent pairs) and "
@@ -85,31 +84,24 @@ def table(df: pd.DataFrame) -> tuple[list[str], list[list[str]], pd.DataFrame]:
     return header, body, pd.DataFrame(numeric)
 
 
-def _lines(ax, d: pd.DataFrame, label_of, style_of) -> int:
-    drawn = 0
-    for key, g in d.groupby(["library", "level", "pairs"], sort=False):
-        g = g[g.bytes_per_s.notna()].sort_values("size")
-        if g.empty:
-            continue
-        lib = key[0]
-        ax.plot(g["size"], g.bytes_per_s / 2**20, marker=LIB_MARKERS.get(lib, style.marker(lib)), markersize=4,
-                linestyle=style_of(key), color=LIB_COLOURS.get(lib, style.color(lib)),
-                label=label_of(key) + (" (oversubscribed)" if g.oversubscribed.any() else ""))
-        drawn += 1
-    return drawn
-
-
-def _axes(ax, title: str, ylabel: str) -> None:
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("message size")
-    ax.set_ylabel(ylabel)
+def _panel(ax, d: pd.DataFrame, label_of, style_of, title: str, ylabel: str) -> bool:
+    """MiB/s against size, a line per (library, level, k) in the library's colour and the
+    line style ``style_of(key)``; False (and a blank panel) when no row has a time."""
+    d = d[d.bytes_per_s.notna()]
+    if d.empty:
+        return False
+    keys = list(zip(d["library"], d["level"], d["pairs"]))
+    d = d.assign(mibs=d.bytes_per_s / 2**20, line=["|".join(map(str, k)) for k in keys])
+    key = dict(zip(d["line"], keys))
+    spec = facets.Spec(
+        x="size", y="mibs", series="line", ci="none", order=list, ylabel=ylabel,
+        look=lambda x: dataclasses.replace(facets.library_look(key[x][0]), ls=style_of(key[x])),
+        label=lambda x: label_of(key[x]))
+    handles = facets.panel(ax, spec, d)
     ax.set_title(title)
-    ax.grid(True, which="major", alpha=0.3)
-    ticks = ax.get_xticks()
-    lo, hi = ax.get_xlim()
-    ticks = [t for t in ticks if lo <= t <= hi and t >= 1]
-    ax.set_xticks(ticks, [format_size(int(t)) for t in ticks], rotation=30)
+    ax.set_ylabel(ylabel)
+    ax.legend(list(handles.values()), list(handles), fontsize=7)
+    return True
 
 
 def figure(df: pd.DataFrame, path_without_ext) -> list[Path]:
@@ -126,28 +118,19 @@ def figure(df: pd.DataFrame, path_without_ext) -> list[Path]:
     style.setup()
     fig = Figure(figsize=(10.0, 4.0), layout="constrained")
     left, right = fig.subplots(1, 2)
-    one = pp[pp.pairs == 1]
-    if _lines(left, one, lambda k: f"{style.library_title(k[0])}, {k[1]}",
-              lambda k: LEVEL_STYLES.get(k[1], "-")):
-        _axes(left, "one pair: size / one-way time", "MiB/s")
-        left.legend(fontsize=7)
-    else:
-        left.set_axis_off()
-        left.text(0.5, 0.5, "no timed single-pair ping-pong", ha="center", va="center")
-    ks = sorted(set(pp.pairs))
+    if not _panel(left, pp[pp.pairs == 1], lambda k: f"{style.library_title(k[0])}, {k[1]}",
+                  lambda k: LEVEL_STYLES.get(k[1], "-"), "one pair: size / one-way time",
+                  "MiB/s"):
+        facets.blank(left, "no timed single-pair ping-pong")
+    ks = {k: i for i, k in enumerate(sorted(set(pp.pairs)))}
     if len(ks) > 1:
-        order = {k: i for i, k in enumerate(ks)}
-        _lines(right, pp, lambda k: f"{style.library_title(k[0])}, {k[1]}, k={k[2]}",
-               lambda k: PAIR_STYLES[order[k[2]] % len(PAIR_STYLES)])
-        _axes(right, "k concurrent pairs: per-pair bandwidth", "MiB/s per pair")
-        right.legend(fontsize=7)
-    elif _lines(right, rl.assign(level=rl["dtype"] + " " + rl["op"]),
-                lambda k: f"{style.library_title(k[0])}, {k[1]}", lambda k: "-"):
-        _axes(right, "local reduction (gamma): size / time", "MiB/s")
-        right.legend(fontsize=7)
-    else:
-        right.set_axis_off()
-        right.text(0.5, 0.5, "one pair only and no local reduction", ha="center", va="center")
+        _panel(right, pp, lambda k: f"{style.library_title(k[0])}, {k[1]}, k={k[2]}",
+               lambda k: PAIR_STYLES[ks[k[2]] % len(PAIR_STYLES)],
+               "k concurrent pairs: per-pair bandwidth", "MiB/s per pair")
+    elif not _panel(right, rl.assign(level=rl["dtype"] + " " + rl["op"]),
+                    lambda k: f"{style.library_title(k[0])}, {k[1]}", lambda k: "-",
+                    "local reduction (gamma): size / time", "MiB/s"):
+        facets.blank(right, "one pair only and no local reduction")
     fig.suptitle(title)
     return style.save(fig, path_without_ext)
 

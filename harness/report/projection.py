@@ -73,7 +73,7 @@ from ..analysis.projection import (
 )
 from ..analysis.projection import fit_exponent as _fit_exponent
 from ..models import maxrate
-from . import style, tables
+from . import facets, style, tables
 
 # Table 1 model name -> the Open MPI algorithm, for colours and legends
 NATIVE = {"linear": "native:basic_linear", "nono": "native:nonoverlapping",
@@ -85,8 +85,8 @@ NAMES = {"linear": "linear", "nono": "nonoverlapping (reduce + bcast)",
 # on the map SUARA2 is orange (style's "suara"): its usual magenta is close to rs's pink
 SUARA_COLOR = style.color("suara")
 NA_LABELS = {"rd": "RD", "smp": "SMP", "nap": "NAP"}
-NA_COLORS = {"rd": style.color("recursive_doubling"), "smp": style.color("native:smp"),
-             "nap": "#e6550d"}
+NA_COLORS = {"rd": style.color("recursive_doubling"), "smp": style.color("smp"),
+             "nap": style.color("nap")}
 
 
 def _grid_text(r) -> str:
@@ -154,15 +154,7 @@ def _p_axis(ax, lo, hi) -> None:
 
 
 def _size_axis(ax, lo, hi, axis="y") -> None:
-    a = ax.yaxis if axis == "y" else ax.xaxis
-    (ax.set_yscale if axis == "y" else ax.set_xscale)("log", base=2)
-    (ax.set_ylim if axis == "y" else ax.set_xlim)(lo, hi)
-    ticks = [2 ** k for k in (3, 6, 10, 13, 16, 20, 23, 26, 30) if lo <= 2 ** k <= hi]
-    a.set_major_locator(matplotlib.ticker.FixedLocator(ticks))
-    a.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: tables.format_size(int(round(v)))))
-    a.set_minor_locator(matplotlib.ticker.FixedLocator([2 ** k for k in range(0, 40) if lo <= 2 ** k <= hi]))
-    a.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    (ax.set_ylabel if axis == "y" else ax.set_xlabel)("message size per process")
+    facets.size_axis(ax, [lo, hi], axis=axis, limits=(lo, hi))
 
 
 def _time_axis(ax) -> None:

@@ -28,7 +28,6 @@ from ..analysis.sgd import order as _order
 from ..fileio import read_json
 from . import style, tables
 
-COLORS = {"ring": "#a50f15", "slt": "#7570b3", "prr": "#1b9e77"}  # as harness/report/pap.py
 NAMES = {"ring": "Ring", "slt": "SLT", "prr": "PRR"}
 STYLES = ["-", "--", ":", "-."]
 SMOOTH = 10  # iterations of the loss figure's moving average
@@ -122,7 +121,7 @@ def loss_figure(docs: list[dict], path_without_ext, title: str) -> list[Path]:
         curves = by[alg]
         n = min(len(c) for c in curves)
         mean = np.mean([c[:n] for c in curves], axis=0)
-        color = COLORS.get(alg) or style.color(alg)
+        color = style.color(alg)
         ax.plot(np.arange(1, n + 1), mean, color=color, alpha=0.25, lw=0.6)
         w = min(SMOOTH, n)
         smooth = np.convolve(mean, np.ones(w) / w, mode="valid")

@@ -26,6 +26,7 @@ captions say which. The rows, the fit and AUTO and BEST beside SUARA2:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import textwrap
 from pathlib import Path
@@ -42,7 +43,7 @@ from ..analysis.suara import suara_auto as _suara_auto
 from ..analysis.suara import sweeps as _sweeps
 from ..analysis.suara import three_step as _three_step
 from ..analysis.vocabulary import is_oversubscribed as _crowded
-from . import style, tables
+from . import facets, style, tables
 
 # Markdown cells as they are, a dash row when there are none
 LAYOUT = dict(placement="t", align="l", bold_header=True, bold_caption=True, escape=False,
@@ -232,91 +233,80 @@ def _empty(ax, text):
     ax.set_yticks([])
 
 
-def _by_size(g: pd.DataFrame, order: str):
-    """(size, colour, rows of that size sorted by ``order``), smallest size first."""
-    sizes = sorted(g["size"].unique())
-    cmap = style.matplotlib.colormaps["viridis"]
-    for i, size in enumerate(sizes):
-        yield size, cmap(i / max(1, len(sizes) - 1) * 0.85), g[g["size"] == size].sort_values(order)
+def _speedup_line(line: str) -> tuple[int, str]:
+    size, who = line.split("|")
+    return int(size), who
 
 
 def speedup_figure(d: pd.DataFrame, params: models.Params, how: str, path) -> list[Path]:
+    """SUARA2's speedup over AUTO (solid) and BEST (dashed, hollow) against P, a colour per
+    size, a panel per library; dotted the model's best grid over the best single algorithm,
+    grey a sqrt(P) through the first point."""
     s = _suara_auto(d)
-    libs = sorted(s["library"].unique(), key=style.library_sort_key) or ["openmpi"]
-    fig = Figure(figsize=(3.4 * len(libs) + 1.8, 3.0), layout="constrained")
-    axes = fig.subplots(1, len(libs), squeeze=False)[0]
-    for ax, lib in zip(axes, libs):
-        g = s[s["library"] == lib]
-        if g.empty:
-            _empty(ax, "no SUARA2 cells (experiment 'suara')")
-            continue
-        for size, c, h in _by_size(g, "procs"):
-            P = h["procs"].to_numpy(float)
-            ax.plot(P, h["auto"] / h["mean"], "-o", color=c, label=f"{tables.format_size(size)} vs AUTO")
-            ax.plot(P, h["best"] / h["mean"], "--s", color=c, mfc="none", label=f"{tables.format_size(size)} vs BEST")
-            pred = [models.select_suara2(int(p), float(size), params) for p in P]
-            ax.plot(P, [ch.grid_speedup or 1.0 for ch in pred], ":", color=c, lw=1.5)
-        P_all = np.array(sorted(g["procs"].unique()), float)
-        first = g[g["procs"] == P_all[0]]
-        base = float((first["auto"] / first["mean"]).mean())
-        ax.plot(P_all, base * np.sqrt(P_all / P_all[0]), color="#888888", lw=2, alpha=0.5,
-                label=r"$\propto\sqrt{P}$ (through the first point)")
-        ax.plot([], [], ":", color="black", lw=1.5, label="model: best grid vs best single")
-        ax.axhline(1.0, color="black", lw=0.6)
-        ax.set_xlabel("processes P")
-        ax.set_ylabel("speedup of SUARA2")
-        ax.set_xticks(P_all)
-        ax.set_xticklabels([str(int(p)) for p in P_all])
-        ax.set_title(style.library_title(lib))
-    fig.legend(*axes[-1].get_legend_handles_labels(), loc="outside right upper",
-               title=f"dotted: model\n({how})")
-    if len(s) and s.apply(_crowded, axis=1).any():
-        fig.text(0.01, -0.02, "‡ some launches had more ranks than cores (oversubscribed): "
-                 "their speedups are not comparable and claim no win or loss",
-                 fontsize=7, color="0.35", ha="left", va="top")
-    return style.save(fig, path)
+    rows = pd.concat([s.assign(line=[f"{int(z)}|{who}" for z in s["size"]],
+                               speedup=s[who.lower()] / s["mean"]) for who in ("AUTO", "BEST")],
+                     ignore_index=True)
+    colour = facets.sequential_look(s["size"])
+
+    def look(line: str) -> facets.Look:
+        size, who = _speedup_line(line)
+        return dataclasses.replace(colour(size), marker="os"[who == "BEST"],
+                                   ls="-" if who == "AUTO" else "--", hollow=who == "BEST")
+
+    def model(ax, key, g, factor) -> None:
+        for size, h in g.groupby("size"):
+            P = sorted(h["procs"].unique())
+            ax.plot(P, [models.select_suara2(int(p), float(size), params).grid_speedup or 1.0
+                        for p in P], ":", color=colour(size).color, lw=1.5)
+        P = np.array(sorted(g["procs"].unique()), float)
+        first = g[(g["procs"] == P[0]) & g["line"].str.endswith("|AUTO")]
+        ax.plot(P, float(first["speedup"].mean()) * np.sqrt(P / P[0]), color="#888888", lw=2,
+                alpha=0.5)
+
+    spec = facets.Spec(
+        x="procs", y="speedup", series="line", cols="library", ci="none", ylog=False,
+        reference=1.0, look=look, after=model, ylabel="speedup of SUARA2",
+        label=lambda x: f"{tables.format_size(_speedup_line(x)[0])} vs {_speedup_line(x)[1]}",
+        order=lambda lines: sorted(lines, key=_speedup_line),
+        panel_title=lambda k: style.library_title(k["library"]),
+        notes=(f"dotted: model, best grid vs best single ({how}); grey: ∝ sqrt(P) through the "
+               "first point",))
+    return facets.figure(spec, rows, path, empty="no SUARA2 cells (experiment 'suara')")
 
 
 def grid_figure(d: pd.DataFrame, params: models.Params, how: str, path) -> list[Path]:
+    """Time against the process columns P_c of the grid (Fig. 7), a panel per library, P and
+    algorithm pair, a colour per size; dotted the model, dashed sqrt(P)."""
     s = _sweeps(d)
     # Fig. 7 draws one algorithm in rows and columns; the 36-combination check's mixed pairs
     # are in tables/suara_agreement
     s = s[s["row"] == s["col"]]
-    groups = list(s.groupby(["library", "procs", "row", "col"])) if not s.empty else []
-    ncols = min(3, max(1, len(groups)))
-    nrows = max(1, -(-len(groups) // ncols))
-    fig = Figure(figsize=(3.4 * ncols, 3.3 * nrows), layout="constrained")
-    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
-    for ax in axes[len(groups):]:
-        ax.set_axis_off()
-    if not groups:
-        axes[0].set_axis_on()
-        _empty(axes[0], "no grid sweep (suara2 with grid set per cell)")
-    for ax, ((lib, P, row, col), g) in zip(axes, groups):
-        sizes = sorted(g["size"].unique())
-        for size, c, h in _by_size(g, "P_c"):
-            y = h["mean"].to_numpy(float)
-            # log axis: a CI reaching below zero (few noisy repetitions) is drawn down to y/10
-            low = np.maximum(h["ci_low"].to_numpy(float), y / 10)
-            err = np.vstack([y - low, h["ci_high"].to_numpy(float) - y])
-            ax.errorbar(h["P_c"], y * 1e3, yerr=np.nan_to_num(err) * 1e3, fmt="-o", color=c,
-                        label=tables.format_size(size))
-            ar, ac = _model_name(row), _model_name(col)
+    keys = sorted(set(zip(s["library"], s["procs"], s["row"], s["col"])))
+    # log axis: a CI reaching below zero (few noisy repetitions) is drawn down to y/10
+    s = s.assign(panel=[keys.index(k) for k in zip(s["library"], s["procs"], s["row"], s["col"])],
+                 ci_low=np.maximum(s["ci_low"], s["mean"] / 10))
+    colour = facets.sequential_look(s["size"])
+
+    def model(ax, key, g, factor) -> None:
+        _, P, row, col = keys[key["panel"]]
+        ar, ac = _model_name(row), _model_name(col)
+        for size, h in g.groupby("size"):
+            pcs = sorted(h["P_c"].unique())
             if ar and ac:
-                ax.plot(h["P_c"], [models.suara2_cost(ar, ac, int(P), int(pc), float(size), params) * 1e3
-                                   for pc in h["P_c"]], ":", color=c, lw=1.5)
+                ax.plot(pcs, [models.suara2_cost(ar, ac, int(P), int(pc), float(size), params)
+                              * factor for pc in pcs], ":", color=colour(size).color, lw=1.5)
         ax.axvline(math.sqrt(P), color="#888888", lw=1, ls="--")
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(sorted(g["P_c"].unique()))
-        ax.set_xticklabels([str(int(x)) for x in sorted(g["P_c"].unique())])
-        ax.set_xlabel(r"process columns $P_c$ (grid $P/P_c \times P_c$)")
-        ax.set_yscale("log")
-        ax.set_ylabel("time [ms]")
-        ax.set_title(f"{style.library_title(lib)}, P={int(P)}, ({style.short(row)}, {style.short(col)})")
-        ax.legend(title=f"solid: measured (95% CI)\ndotted: model ({how})\ndashed: sqrt(P)",
-                  loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=len(sizes), fontsize=7,
-                  title_fontsize=7)
-    return style.save(fig, path)
+
+    def title(key) -> str:
+        lib, P, row, col = keys[key["panel"]]
+        return f"{style.library_title(lib)}, P={int(P)}, ({style.short(row)}, {style.short(col)})"
+
+    spec = facets.Spec(
+        x="P_c", series="size", cols="panel", wrap=3, xlog=True, look=colour,
+        label=tables.format_size, xlabel=r"process columns $P_c$ (grid $P/P_c \times P_c$)",
+        ylabel="time", panel_title=title, after=model,
+        notes=(f"solid: measured (95% CI); dotted: model ({how}); dashed: sqrt(P)",))
+    return facets.figure(spec, s, path, empty="no grid sweep (suara2 with grid set per cell)")
 
 
 def agreement_figure(agree: pd.DataFrame, path) -> list[Path]:

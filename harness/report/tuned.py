@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..cells import kind_of
-from . import style, tables
+from . import facets, style, tables
 from .tables import format_size, format_time
 
 COLUMNS = ["library", "procs", "size", "held_out", "expected", "auto_mean", "tuned_mean",
@@ -80,50 +80,40 @@ def display(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def figure(df: pd.DataFrame, library: str, path) -> list[Path]:
-    from matplotlib.figure import Figure  # no pyplot: the workflow draws in threads
+# the lines of a figure: AUTO, the tuned selection, Intel MPI's autotuner (series, column)
+SERIES = {"native:auto": ("AUTO", "auto_mean"), "native:tuned": ("tuned", "tuned_mean"),
+          "native:autotuner": ("autotuner", "autotuner_mean")}
 
+
+def _best(ax, key, rows: pd.DataFrame, factor: float) -> None:
+    """The campaign's BEST at each size: a star in its colour, named."""
+    b = rows[(rows.series == "native:auto") & rows.best.map(
+        lambda x: isinstance(x, str) and kind_of(x) == "native") & rows.best_mean.map(_num)]
+    for r in b.itertuples(index=False):
+        y = r.best_mean * factor
+        ax.plot(r.size, y, marker="*", ms=9, ls="none", color=style.color(r.best), zorder=7)
+        ax.annotate(style.short(r.best), (r.size, y), xytext=(3, -9), textcoords="offset points",
+                    fontsize=6, color=style.text_color(r.best))
+
+
+def figure(df: pd.DataFrame, library: str, path) -> list[Path]:
+    """AUTO, tuned and autotuner against size, a panel per P; held-out points hollow."""
     d = df[df.library == library]
+    title = f"{style.library_title(library)}: AUTO vs tuned, fresh interleaved launches"
     if d.empty or not d.tuned_mean.map(_num).any():
-        return style.placeholder(path, f"{style.library_title(library)}: tuned vs AUTO",
-                                 "no verification launches carry a time")
-    style.setup()
-    procs = sorted(int(p) for p in d.procs.unique())
-    fig = Figure(figsize=(3.4 * len(procs), 3.0))
-    axes = fig.subplots(1, len(procs), squeeze=False)
-    for ax, p in zip(axes[0], procs):
-        g = d[d.procs == p].sort_values("size")
-        series = [("AUTO", "auto_mean", style.AUTO_COLOR, "o", 1.0),
-                  ("tuned", "tuned_mean", "#d62728", "s", 2.2)]
-        if g.autotuner_mean.map(_num).any():
-            series.append(("autotuner", "autotuner_mean", "#9467bd", "^", 1.0))
-        for label, col, color, mk, lw in series:
-            ax.plot(g["size"], g[col] * 1e6, color=color, lw=lw, label=label, zorder=2)
-            for held, fill in ((False, color), (True, "white")):
-                h = g[g.held_out == held]
-                ax.plot(h["size"], h[col] * 1e6, ls="none", marker=mk, color=color,
-                        markerfacecolor=fill, ms=5, zorder=3)
-        b = g[g.best.map(lambda x: isinstance(x, str) and kind_of(x) == "native")]
-        for _, r in b.iterrows():
-            if _num(r.best_mean):
-                ax.plot(r["size"], r.best_mean * 1e6, marker="*", ms=9, ls="none",
-                        color=style.color(r.best), zorder=4)
-                ax.annotate(style.short(r.best), (r["size"], r.best_mean * 1e6), xytext=(3, -9),
-                            textcoords="offset points", fontsize=6, color=style.color(r.best))
-        crowded = bool(g.oversubscribed.fillna(False).astype(bool).any())
-        ax.set_title(f"P={p}" + (" (oversubscribed)" if crowded else ""), fontsize=9)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("message size (B)")
-    axes[0][0].set_ylabel("time per call (us)")
-    axes[0][0].plot([], [], marker="*", ls="none", color="0.3", label="BEST (campaign's)")
-    axes[0][0].plot([], [], marker="o", ls="none", color="0.3", markerfacecolor="white",
-                    label="held out")
-    axes[0][0].legend(fontsize=7, loc="upper left")
-    fig.suptitle(f"{style.library_title(library)}: AUTO vs tuned, fresh interleaved launches",
-                 fontsize=9)
-    fig.tight_layout()
-    return style.save(fig, path)
+        return style.placeholder(path, title, "no verification launches carry a time")
+    lines = pd.concat([d.assign(series=name, mean=pd.to_numeric(d[col], errors="coerce"),
+                                ci_low=math.nan, ci_high=math.nan)
+                       for name, (_, col) in SERIES.items()], ignore_index=True)
+    crowded = set(d.loc[d.oversubscribed.fillna(False).astype(bool), "procs"])
+    spec = facets.Spec(
+        x="size", series="series", cols="procs", ci="none", hollow="held_out",
+        hollow_note="hollow: held out (a size or P the campaign did not measure)",
+        label=lambda s: SERIES[s][0], order=lambda s: [k for k in SERIES if k in s],
+        panel_title=lambda k: f"P = {int(k['procs'])}" + (
+            " (oversubscribed: no claim)" if k["procs"] in crowded else ""),
+        notes=("star: the campaign's BEST at that size",), title=title, after=_best)
+    return facets.figure(spec, lines[lines["mean"].notna()], path)
 
 
 def make(inputs) -> list[Path]:

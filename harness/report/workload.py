@@ -96,9 +96,6 @@ def grouped_bars(ax, groups: list[str], series: list[tuple[str, list, list, str,
     ax.set_xticks(x, groups, rotation=20, ha="right")
 
 
-LIB_COLOURS = {"mpich": "#1f77b4", "openmpi": "#d62728", "impi": "#2ca02c"}
-
-
 def _err(t: pd.DataFrame, who: str) -> np.ndarray:
     """Images/s error bars from the time CI (a shorter time is more images)."""
     mid = t[f"{who}_images"].to_numpy(float)
@@ -132,7 +129,7 @@ def figure_images(t: pd.DataFrame, base: Path) -> list[Path]:
                 err = _err(x.reset_index(), who) if len(x) else None
                 series.append((f"{style.library_title(lib)} {who.upper()}",
                                x[f"{who}_images"].to_numpy(float), err,
-                               LIB_COLOURS.get(lib, style.color(lib)), hatch))
+                               style.library_color(lib), hatch))
         grouped_bars(ax, groups, series)
         compute = sorted(d.iteration_compute.unique())
         ax.set_ylabel("images/s (projected)")
@@ -165,7 +162,7 @@ def figure_normalised(t: pd.DataFrame, n: pd.DataFrame, base: Path) -> list[Path
         for lib in sorted(d.library.unique(), key=style.library_sort_key):
             x = d[d.library == lib].set_index("g").reindex(groups)
             series.append((style.library_title(lib), (x.best_images / x.auto_images).to_numpy(float),
-                           None, LIB_COLOURS.get(lib, style.color(lib)), ""))
+                           None, style.library_color(lib), ""))
         grouped_bars(left, groups, series)
         left.axhline(1.0, color="0.3", linewidth=0.8)
         left.set_ylabel("BEST / own AUTO (images/s)")
@@ -178,7 +175,7 @@ def figure_normalised(t: pd.DataFrame, n: pd.DataFrame, base: Path) -> list[Path
             for who, hatch in (("auto", "//"), ("best", "")):
                 series.append((f"{style.library_title(lib)} {who.upper()}",
                                x[who].to_numpy(float), None,
-                               LIB_COLOURS.get(lib, style.color(lib)), hatch))
+                               style.library_color(lib), hatch))
         grouped_bars(right, groups, series)
         right.axhline(1.0, color="0.3", linewidth=0.8)
         right.set_ylabel(f"over {style.library_title(ref)} AUTO")
