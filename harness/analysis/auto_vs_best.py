@@ -163,6 +163,13 @@ def auto_vs_best(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def harness_best(h: pd.DataFrame) -> pd.DataFrame:
+    """Per (P, nodes, size) the fastest timed harness-algorithm row of ``h`` (``best.fastest``:
+    ``algorithm`` names it), drawn beside AUTO and BEST."""
+    best = [fastest(g) for _, g in h.groupby(["procs", "nodes", "size"])] if len(h) else []
+    return h.loc[[b.name for b in best if b is not None]].sort_values("size")
+
+
 def auto_choices(summary: pd.DataFrame) -> pd.DataFrame:
     """The AUTO-vs-BEST rows whose AUTO cell says what it ran (the summary's ``auto_ran``,
     from the campaign's auto_ran stage); empty when none does."""

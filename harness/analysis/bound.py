@@ -78,6 +78,21 @@ def add_bounds(df: pd.DataFrame, doc: dict, time: str = "mean") -> pd.DataFrame:
     return out
 
 
+def of_bound(table: pd.DataFrame, doc: dict) -> pd.DataFrame:
+    """The AUTO-vs-BEST ``table`` with ``bound`` and the fraction of it AUTO and BEST reach
+    (``auto_of_bound``, ``best_of_bound`` = bound / time, at most 1)."""
+    t = table.copy()
+    if "nodes" not in t:
+        t["nodes"] = table.attrs.get("context", {}).get("nodes", 1)
+    t = add_bounds(t, doc, time="auto_mean")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t["auto_of_bound"] = t["bound"] / pd.to_numeric(t["auto_mean"], errors="coerce")
+        t["best_of_bound"] = t["bound"] / pd.to_numeric(t["best_mean"], errors="coerce")
+    t = t.drop(columns=["bound_ratio"] + ([] if "nodes" in table else ["nodes"]))
+    t.attrs = dict(table.attrs)
+    return t
+
+
 CELL_COLUMNS = ["library", "library_version", "algorithm", "procs", "nodes", "size", "dtype",
                 "op", "delay", "mean", "oversubscribed"]
 GROUP = ["library", "library_version", "procs", "nodes", "algorithm"]
