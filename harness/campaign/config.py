@@ -13,15 +13,16 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass
+from itertools import product
 from pathlib import Path
 
 import jsonschema
 import yaml
 
-from .. import paths
+from .. import layout, paths
 from ..algorithms import REGISTRY, load_plugin
 from ..dnn.workload import DEFAULTS, KEY
-from ..errors import ConfigError
+from ..errors import ConfigError, LayoutError
 from ..libraries import FAMILIES, check_site, declare, family_of, library_sort_key
 from ..units import parse_size, parse_time
 
@@ -113,78 +114,12 @@ def validate(doc, source: str = "config", base: Path | None = None) -> Config:
     if errors:
         e = min(errors, key=lambda e: (len(list(e.absolute_path)), list(map(str, e.absolute_path))))
         raise ConfigError(f"{source}: {_path(e.absolute_path)}: {_explain(e)}")
-
-    def parsed(parse, value, where):
-        try:
-            return parse(value)
-        except ValueError as exc:
-            raise ConfigError(f"{source}: {where}: {exc}") from None
-
-    stopping = dict(doc["stopping"])
-    stopping["time_budget"] = parsed(parse_time, stopping["time_budget"], "stopping.time_budget")
-    stopping["base_compute"] = parsed(parse_time, stopping["base_compute"], "stopping.base_compute")
-    stopping["max_volume"] = parsed(parse_size, stopping["max_volume"], "stopping.max_volume")
-    stopping["oversubscribed_time_budget"] = parsed(
-        parse_time, stopping["oversubscribed_time_budget"], "stopping.oversubscribed_time_budget")
-    if stopping["min_reps"] > stopping["max_reps"]:
-        raise ConfigError(f"{source}: stopping.min_reps: {stopping['min_reps']} exceeds "
-                          f"stopping.max_reps {stopping['max_reps']}")
-    confirm = dict(doc["confirm"])
-    confirm["time_budget"] = parsed(parse_time, confirm["time_budget"], "confirm.time_budget")
-    if confirm["time_budget"] <= 0:
-        raise ConfigError(f"{source}: confirm.time_budget: expected a time > 0, got "
-                          f"{doc['confirm']['time_budget']!r}")
-    walltime = parsed(parse_time, doc["run_walltime"], "run_walltime")
-    if walltime <= 0:
-        raise ConfigError(f"{source}: run_walltime: expected a time > 0, got {doc['run_walltime']!r}")
-
+    parsed = _Parser(source)
+    stopping, confirm, walltime = _stopping(doc, parsed), _confirm(doc, parsed), _walltime(doc, parsed)
     _installations(doc, source)
-    plugins = []
-    for i, p in enumerate(doc["plugins"]):
-        path = Path(p) if Path(p).is_absolute() else (base or Path.cwd()) / p
-        if not path.is_file():
-            raise ConfigError(f"{source}: plugins[{i}]: no such file {p!r}")
-        load_plugin(path)
-        plugins.append(str(path.resolve()))
-
-    experiments = []
-    for name, e in doc["experiments"].items():
-        if not e["enabled"]:
-            continue
-        where = f"experiments.{name}"
-        params = dict(e["params"])
-        if e.get("workload"):
-            params.update(_workload_params(e, where, source, parsed))
-        elif "sizes" not in e:
-            raise ConfigError(f"{source}: {where}: 'sizes' is missing (required unless the "
-                              f"experiment has a workload)")
-        sizes = tuple(parsed(parse_size, s, f"{where}.sizes[{i}]")
-                      for i, s in enumerate(e.get("sizes", ())))
-        max_delays = tuple(parsed(parse_time, t, f"{where}.max_delays[{i}]")
-                           for i, t in enumerate(e["max_delays"]))
-        if e["late_rank"] >= min(e["procs"]) and any(d == "one-late" for d in e["delays"]):
-            raise ConfigError(f"{source}: {where}.late_rank: {e['late_rank']} is not a rank of "
-                              f"P={min(e['procs'])} (expected 0..{min(e['procs']) - 1})")
-        if any(d != "none" for d in e["delays"]) and not any(t > 0 for t in max_delays):
-            raise ConfigError(f"{source}: {where}.max_delays: delay modes "
-                              f"{[d for d in e['delays'] if d != 'none']} need a max delay > 0")
-        for i, p in enumerate(e["procs"]):
-            if p < e["nodes"]:
-                raise ConfigError(f"{source}: {where}.procs[{i}]: {p} processes cannot span "
-                                  f"{e['nodes']} nodes")
-            local = doc["launch"] != "srun" and not any(
-                (doc["libraries"] or {}).get(lib) for lib in e["libraries"])
-            if local and not e["oversubscribe"] and too_many_ranks(p):
-                raise ConfigError(f"{source}: {where}.procs[{i}]: {p} ranks on this machine's "
-                                  f"{os.cpu_count()} cores is more than {OVERSUBSCRIBE_FACTOR} "
-                                  f"per core; set {where}.oversubscribe: true to run it anyway")
-        experiments.append(Experiment(
-            name=name, libraries=tuple(e["libraries"]), algorithms=tuple(e["algorithms"]),
-            procs=tuple(e["procs"]), nodes=e["nodes"], sizes=sizes, dtypes=tuple(e["dtypes"]),
-            ops=tuple(e["ops"]), delays=tuple(e["delays"]), max_delays=max_delays,
-            late_rank=e["late_rank"], thread_level=e["thread_level"], timing=e["timing"],
-            buffers=e["buffers"], params=tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
-                                for k, v in params.items()))))
+    plugins = _plugins(doc, source, base)
+    experiments = [_experiment(name, e, doc, parsed)
+                   for name, e in doc["experiments"].items() if e["enabled"]]
     if not experiments:
         raise ConfigError(f"{source}: experiments: every experiment is disabled")
     report = _report(doc, given, experiments, source)
@@ -196,6 +131,128 @@ def validate(doc, source: str = "config", base: Path | None = None) -> Config:
                   sgd=_sgd(doc, source), report=report,
                   allow_failures=bool(doc.get("allow_failures", False)),
                   auto_ran=bool(doc["auto_ran"]["enabled"]))
+
+
+class _Parser:
+    """Sizes and times parsed, a ValueError becoming a ConfigError naming the key path."""
+
+    def __init__(self, source: str):
+        self.source = source
+
+    def __call__(self, parse, value, where):
+        try:
+            return parse(value)
+        except ValueError as exc:
+            raise ConfigError(f"{self.source}: {where}: {exc}") from None
+
+    def fail(self, where: str, message: str):
+        raise ConfigError(f"{self.source}: {where}: {message}")
+
+
+def _stopping(doc: dict, parsed: _Parser) -> dict:
+    """The ``stopping:`` settings handed to the bench, sizes and times parsed."""
+    stopping = dict(doc["stopping"])
+    for key, parse in (("time_budget", parse_time), ("base_compute", parse_time),
+                       ("max_volume", parse_size), ("oversubscribed_time_budget", parse_time)):
+        stopping[key] = parsed(parse, stopping[key], f"stopping.{key}")
+    if not stopping["time_budget"] > 0:
+        parsed.fail("stopping.time_budget", f"expected a time > 0, got "
+                                            f"{doc['stopping']['time_budget']!r}")
+    if stopping["min_reps"] > stopping["max_reps"]:
+        parsed.fail("stopping.min_reps", f"{stopping['min_reps']} exceeds stopping.max_reps "
+                                         f"{stopping['max_reps']}")
+    return stopping
+
+
+def _confirm(doc: dict, parsed: _Parser) -> dict:
+    confirm = dict(doc["confirm"])
+    confirm["time_budget"] = parsed(parse_time, confirm["time_budget"], "confirm.time_budget")
+    if confirm["time_budget"] <= 0:
+        parsed.fail("confirm.time_budget", f"expected a time > 0, got "
+                                           f"{doc['confirm']['time_budget']!r}")
+    return confirm
+
+
+def _walltime(doc: dict, parsed: _Parser) -> float:
+    walltime = parsed(parse_time, doc["run_walltime"], "run_walltime")
+    if walltime <= 0:
+        parsed.fail("run_walltime", f"expected a time > 0, got {doc['run_walltime']!r}")
+    return walltime
+
+
+def _plugins(doc: dict, source: str, base: Path | None) -> list[str]:
+    """The plugins' absolute paths, each loaded (its algorithms registered)."""
+    plugins = []
+    for i, p in enumerate(doc["plugins"]):
+        path = Path(p) if Path(p).is_absolute() else (base or Path.cwd()) / p
+        if not path.is_file():
+            raise ConfigError(f"{source}: plugins[{i}]: no such file {p!r}")
+        load_plugin(path)
+        plugins.append(str(path.resolve()))
+    return plugins
+
+
+def _experiment(name: str, e: dict, doc: dict, parsed: _Parser) -> Experiment:
+    """The enabled experiment ``name`` checked, its sizes and times parsed."""
+    where = f"experiments.{name}"
+    params = dict(e["params"])
+    if e.get("workload"):
+        params.update(_workload_params(e, where, parsed.source, parsed))
+    elif "sizes" not in e:
+        parsed.fail(where, "'sizes' is missing (required unless the experiment has a workload)")
+    sizes = tuple(parsed(parse_size, s, f"{where}.sizes[{i}]")
+                  for i, s in enumerate(e.get("sizes", ())))
+    max_delays = tuple(parsed(parse_time, t, f"{where}.max_delays[{i}]")
+                       for i, t in enumerate(e["max_delays"]))
+    if e["late_rank"] >= min(e["procs"]) and any(d == "one-late" for d in e["delays"]):
+        parsed.fail(f"{where}.late_rank", f"{e['late_rank']} is not a rank of P={min(e['procs'])} "
+                                          f"(expected 0..{min(e['procs']) - 1})")
+    if any(d != "none" for d in e["delays"]) and not any(t > 0 for t in max_delays):
+        parsed.fail(f"{where}.max_delays", f"delay modes {[d for d in e['delays'] if d != 'none']} "
+                                           f"need a max delay > 0")
+    _procs(e, where, doc, parsed)
+    _layouts(e["procs"], params, where, parsed)
+    return Experiment(
+        name=name, libraries=tuple(e["libraries"]), algorithms=tuple(e["algorithms"]),
+        procs=tuple(e["procs"]), nodes=e["nodes"], sizes=sizes, dtypes=tuple(e["dtypes"]),
+        ops=tuple(e["ops"]), delays=tuple(e["delays"]), max_delays=max_delays,
+        late_rank=e["late_rank"], thread_level=e["thread_level"], timing=e["timing"],
+        buffers=e["buffers"], params=tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
+                                                  for k, v in params.items())))
+
+
+def _procs(e: dict, where: str, doc: dict, parsed: _Parser) -> None:
+    """Every P spans the experiment's nodes; a local launch is refused more than
+    ``OVERSUBSCRIBE_FACTOR`` ranks per core unless the experiment says ``oversubscribe``."""
+    local = doc["launch"] != "srun" and not any(
+        (doc["libraries"] or {}).get(lib) for lib in e["libraries"])
+    for i, p in enumerate(e["procs"]):
+        if p < e["nodes"]:
+            parsed.fail(f"{where}.procs[{i}]", f"{p} processes cannot span {e['nodes']} nodes")
+        if local and not e["oversubscribe"] and too_many_ranks(p):
+            parsed.fail(f"{where}.procs[{i}]", f"{p} ranks on this machine's {os.cpu_count()} "
+                                               f"cores is more than {OVERSUBSCRIBE_FACTOR} per "
+                                               f"core; set {where}.oversubscribe: true to run it "
+                                               f"anyway")
+
+
+def _layouts(procs, params: dict, where: str, parsed: _Parser) -> None:
+    """The node layout parameters (``layout``, ``ppn``; ``harness.layout``) of every
+    combination of their values, at every P: an emulated layout's ppn divides P."""
+    if "layout" not in params and "ppn" not in params:
+        return
+    def values(key):  # a list is a sweep
+        value = params.get(key)
+        return value if isinstance(value, list) else [value]
+
+    for kind, ppn in product(values("layout"), values("ppn")):
+        given = {k: v for k, v in (("layout", kind), ("ppn", ppn)) if v is not None}
+        try:
+            kind, ppn = layout.parse(given)
+            for p in procs if kind == "emulated" else ():
+                layout.emulated(p, ppn)
+        except LayoutError as exc:
+            parsed.fail(where, str(exc))
 
 
 def _installations(doc: dict, source: str) -> None:
@@ -215,8 +272,8 @@ def _installations(doc: dict, source: str) -> None:
     uses += [(f"sgd.{n}.library", e["library"]) for n, e in doc["sgd"].items()]
     for where, lib in uses:
         if lib not in known:
-            raise ConfigError(f"{source}: {where}: {lib!r} is neither a wheel ({', '.join(FAMILIES)}) "
-                              f"nor declared under libraries; expected one of {', '.join(known)}")
+            raise ConfigError(f"{source}: {where}: {lib!r} is not declared under libraries nor a "
+                              f"wheel ({', '.join(FAMILIES)}); expected one of {', '.join(known)}")
 
 
 def _report(doc: dict, given: dict, experiments: list, source: str) -> dict:

@@ -1,106 +1,41 @@
 """``harness run``: one cell measured and written into results/<campaign>/; with ``--cell``, a
-campaign's cell measured again with the campaign's own settings."""
+campaign's cell measured again with the campaign's own settings.
+
+The options are a campaign config of one experiment (``run_config``): the campaign's own
+validation and plan check the cell, as for any campaign, and their errors name the option."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
-from .. import cells, layout, libraries, paths, stats
-from ..algorithms import harness_names, load_plugin
+from .. import libraries
 from ..campaign import config as _config
 from ..campaign import plan, rerun, runner
-from ..campaign.config import OVERSUBSCRIBE_FACTOR, too_many_ranks
-from ..campaign.plan import launch_env
-from ..cells import Cell, Run
-from ..delays import DELAY_MODES, SYNC_MODES
-from ..dnn import workload
+from ..campaign.workflow import Campaign
 from ..measure import preflight
-from ..measure.buffers import check as check_buffers
 from ..memory import too_big
 from ..results import store as results
-from ..units import format_size, format_time, parse_size, parse_time
-from ..verify import DTYPES, OPS
-from .args import int_at_least, load_campaign, positive_float, probability, typed
+from ..units import format_size, format_time
+from . import run_config
+from .args import load_campaign
 
 
 def register(sub) -> None:
-    """Add ``run`` to the subparsers ``sub``."""
+    """Add ``run`` to the subparsers ``sub``. Every option that sets a config key is checked
+    by the campaign's own validation and plan (``run_config``), not by argparse."""
     p = sub.add_parser(
         "run", help="measure one cell and write it into results/<campaign>/",
         description="Measure one cell (library x algorithm x P x size x dtype x op x delay) "
                     "with the stopping rule, write it into results/<campaign>/ (replacing "
-                    "that cell's older row in summary.csv) and print a short summary.",
+                    "that cell's older row in summary.csv) and print a short summary. The "
+                    "options make a campaign config of one experiment, checked and planned "
+                    "as any campaign's.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--library", default="mpich", help="MPI library (see `harness algorithms`)")
-    p.add_argument("--algorithm", default="native:auto",
-                   help="native:<name> (the library's own, forced) or a harness algorithm")
-    p.add_argument("--procs", "-n", type=int_at_least(1), default=4, help="number of MPI processes P")
-    p.add_argument("--oversubscribe", action="store_true",
-                   help="allow more than 4 ranks per core of this machine")
-    p.add_argument("--size", type=typed(parse_size, "size"), default="1MiB",
-                   help="message size per rank, e.g. 8B, 64KiB, 4MiB (0B: a call with no data; "
-                        "a local run is refused when its 3 buffers per rank x P exceed the "
-                        "available memory)")
-    p.add_argument("--dtype", choices=DTYPES, default="float64")
-    p.add_argument("--op", choices=OPS, default="sum")
-    p.add_argument("--delay", choices=DELAY_MODES, default="none", help="process-arrival delay mode")
-    p.add_argument("--max-delay", type=typed(parse_time, "time"), default="0",
-                   help="maximum arrival delay, e.g. 20ms")
-    p.add_argument("--late-rank", type=int_at_least(0), default=1,
-                   help="the late rank of --delay one-late")
-    p.add_argument("--base-compute", type=typed(parse_time, "time"), default="0",
-                   help="compute phase every rank spends before each repetition")
-    p.add_argument("--sync", choices=SYNC_MODES, default="auto",
-                   help="start of each repetition: two barriers, or a common start time after "
-                        "them (window); auto = window when a delay mode is set")
-    p.add_argument("--thread-level", choices=("auto",) + cells.THREAD_LEVELS, default="auto",
-                   help="MPI thread level of the launch (default auto: single, or multiple where "
-                        "the cell needs threads, e.g. knowledge=online)")
-    p.add_argument("--timing", choices=cells.TIMING_MODES, default="percall",
-                   help="percall: each repetition synchronised and timed alone; imb: IMB-MPI1's "
-                        "Allreduce loop (-sync 1), t_avg over ranks")
-    p.add_argument("--buffers", choices=cells.BUFFER_MODES, default="reuse",
-                   help="reuse: every call on the same (warm) buffers; rotate: each call on the "
-                        "next of enough buffer pairs to exceed the last-level cache (default: "
-                        "%(default)s)")
-    p.add_argument("--campaign", default="adhoc", help="results go to results/<campaign>/")
-    g = p.add_argument_group("stopping rule")
-    g.add_argument("--confidence", type=probability, default=0.95)
-    g.add_argument("--rule", choices=stats.RULES, default="student-t",
-                   help="student-t: the mean's t-interval (the papers' rule); median-ci: the "
-                        "median's order-statistics interval (no assumption on the distribution)")
-    g.add_argument("--precision", type=positive_float, default=0.025,
-                   help="stop when the interval's half-width is at most this fraction of the "
-                        "mean (median-ci: of the median, on both sides)")
-    g.add_argument("--min-reps", type=int_at_least(2), default=10)
-    g.add_argument("--max-reps", type=int_at_least(2), default=1000)
-    g.add_argument("--time-budget", type=typed(parse_time, "time"), default="60s",
-                   help="measuring time per cell before it is marked not converged")
-    g.add_argument("--max-volume", type=typed(parse_size, "size"), default="0",
-                   help="at most this many bytes of messages per cell: max_reps = "
-                        "min(max_reps, volume/size) as IMB scales iterations (0: no limit)")
-    g.add_argument("--imb-iterations", type=int_at_least(0), default=0,
-                   help="calls per sample with --timing imb (0: IMB's min(1000, 40MiB/size))")
-    g.add_argument("--warmup", type=int_at_least(0), default=3, help="uncounted repetitions")
-    g.add_argument("--launches", type=int_at_least(1), default=1,
-                   help="independent MPI launches; with more than one the mean and its CI are "
-                        "taken over the launch means")
-    g.add_argument("--metric", choices=("mean", "max", "min", "span"), default="mean",
-                   help="per-repetition elapsed time the rule is applied to")
-    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                   help="algorithm parameter, e.g. grid=4x2 or segment_size=65536 (repeatable); "
-                        "workload=resnet50 (with fusion=ddp|horovod, precision=fp32|fp16) "
-                        "times one training iteration's gradient calls instead, and --size is "
-                        "the iteration's bytes")
-    p.add_argument("--seed", type=int, default=0, help="seed of rand-late delays")
-    p.add_argument("--timeout", type=typed(parse_time, "time"), default="10min",
-                   help="wall-time limit of the MPI launch")
-    p.add_argument("--plugin", action="append", default=[],
-                   help="Python file registering extra algorithms (repeatable)")
-    p.add_argument("--dry-run", action="store_true", help="print the job script, write nothing")
+    _cell_options(p)
+    _stopping_options(p.add_argument_group("stopping rule"))
+    _launch_options(p)
     g = p.add_argument_group("a campaign's cell")
     g.add_argument("--cell", default=None, metavar="CELL_ID",
                    help="measure this cell of --campaign again with the campaign's own settings "
@@ -112,31 +47,81 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_run)
 
 
-def _installation(args, err):
-    """The installation ``--library`` names (declared in ``--config``, or a wheel), read and
-    checked by the pre-flight before anything is launched; a one-line error otherwise."""
-    site, launch = None, "local"
-    if args.configfile:
-        try:
-            cfg = _config.load(args.configfile)
-        except (OSError, _config.ConfigError) as exc:
-            err(f"argument --config: {exc}")
-        site, launch = cfg.libraries.get(args.library), cfg.launch
-        if site is None and args.library not in libraries.FAMILIES:
-            err(f"argument --library: {args.library!r} is not declared in {args.configfile}; "
-                f"expected one of {', '.join(sorted(set(cfg.libraries) | set(libraries.FAMILIES)))}")
-    try:
-        lib = libraries.get_library(args.library, site)
-        if not lib.installed():
-            err(f"argument --library: {lib.name} is not installed under {lib.prefix}; run "
-                f"`make setup`")
-        lib = plan.installation(args.library, site, launch)
-        return libraries.restrict(lib, preflight.preflight(lib))
-    except preflight.InstallationError as exc:
-        print(f"harness run: error: {exc}", file=sys.stderr)
-        sys.exit(2)
-    except (KeyError, ValueError) as exc:
-        err(f"argument --library: {exc.args[0]}")
+def _cell_options(p) -> None:
+    """The options that make the cell: the experiment's keys in a config."""
+    key = run_config.KEYS
+    p.add_argument("--library", default="mpich", help="MPI library (see `harness algorithms`)")
+    p.add_argument("--algorithm", default="native:auto",
+                   help="native:<name> (the library's own, forced) or a harness algorithm")
+    p.add_argument("--procs", "-n", type=int, default=4, help="number of MPI processes P")
+    p.add_argument("--oversubscribe", action="store_true",
+                   help="allow more than 4 ranks per core of this machine")
+    p.add_argument("--size", default="1MiB",
+                   help="message size per rank, e.g. 8B, 64KiB, 4MiB (0B: a call with no data; "
+                        "a local run is refused when its 3 buffers per rank x P exceed the "
+                        "available memory)")
+    p.add_argument("--dtype", default="float64", metavar=run_config.metavar(key["--dtype"]))
+    p.add_argument("--op", default="sum", metavar=run_config.metavar(key["--op"]))
+    p.add_argument("--delay", default="none", metavar=run_config.metavar(key["--delay"]),
+                   help="process-arrival delay mode")
+    p.add_argument("--max-delay", default="0", help="maximum arrival delay, e.g. 20ms")
+    p.add_argument("--late-rank", type=int, default=1, help="the late rank of --delay one-late")
+    p.add_argument("--thread-level", default="auto",
+                   metavar=run_config.metavar(key["--thread-level"]),
+                   help="MPI thread level of the launch (default auto: single, or multiple where "
+                        "the cell needs threads, e.g. knowledge=online)")
+    p.add_argument("--timing", default="percall", metavar=run_config.metavar(key["--timing"]),
+                   help="percall: each repetition synchronised and timed alone; imb: IMB-MPI1's "
+                        "Allreduce loop (-sync 1), t_avg over ranks")
+    p.add_argument("--buffers", default="reuse", metavar=run_config.metavar(key["--buffers"]),
+                   help="reuse: every call on the same (warm) buffers; rotate: each call on the "
+                        "next of enough buffer pairs to exceed the last-level cache")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="algorithm parameter, e.g. grid=4x2 or segment_size=65536 (repeatable); "
+                        "workload=resnet50 (with fusion=ddp|horovod, precision=fp32|fp16) "
+                        "times one training iteration's gradient calls instead, and --size is "
+                        "the iteration's bytes")
+    p.add_argument("--campaign", default="adhoc", help="results go to results/<campaign>/")
+
+
+def _stopping_options(g) -> None:
+    """The stopping rule and what each repetition measures: the config's ``stopping:``."""
+    key = run_config.KEYS
+    g.add_argument("--confidence", type=float, default=0.95)
+    g.add_argument("--rule", default="student-t", metavar=run_config.metavar(key["--rule"]),
+                   help="student-t: the mean's t-interval (the papers' rule); median-ci: the "
+                        "median's order-statistics interval (no assumption on the distribution)")
+    g.add_argument("--precision", type=float, default=0.025,
+                   help="stop when the interval's half-width is at most this fraction of the "
+                        "mean (median-ci: of the median, on both sides)")
+    g.add_argument("--min-reps", type=int, default=10)
+    g.add_argument("--max-reps", type=int, default=1000)
+    g.add_argument("--time-budget", default="60s",
+                   help="measuring time per cell before it is marked not converged")
+    g.add_argument("--max-volume", default="0",
+                   help="at most this many bytes of messages per cell: max_reps = "
+                        "min(max_reps, volume/size) as IMB scales iterations (0: no limit)")
+    g.add_argument("--imb-iterations", type=int, default=0,
+                   help="calls per sample with --timing imb (0: IMB's min(1000, 40MiB/size))")
+    g.add_argument("--warmup", type=int, default=3, help="uncounted repetitions")
+    g.add_argument("--launches", type=int, default=1,
+                   help="independent MPI launches; with more than one the mean and its CI are "
+                        "taken over the launch means")
+    g.add_argument("--metric", default="mean", metavar=run_config.metavar(key["--metric"]),
+                   help="per-repetition elapsed time the rule is applied to")
+    g.add_argument("--sync", default="auto", metavar=run_config.metavar(key["--sync"]),
+                   help="start of each repetition: two barriers, or a common start time after "
+                        "them (window); auto = window when a delay mode is set")
+    g.add_argument("--base-compute", default="0",
+                   help="compute phase every rank spends before each repetition")
+
+
+def _launch_options(p) -> None:
+    p.add_argument("--seed", type=int, default=0, help="seed of rand-late delays")
+    p.add_argument("--timeout", default="10min", help="wall-time limit of the MPI launch")
+    p.add_argument("--plugin", action="append", default=[],
+                   help="Python file registering extra algorithms (repeatable)")
+    p.add_argument("--dry-run", action="store_true", help="print the job script, write nothing")
 
 
 def _refuse_ignored(args, parser) -> None:
@@ -150,108 +135,68 @@ def _refuse_ignored(args, parser) -> None:
                          f"campaign's own settings measure the cell); leave it out")
 
 
+def _planned(args, parser) -> Campaign:
+    """The options as a campaign of one experiment (``run_config.document``), checked and
+    planned as any campaign; a one-line error naming the option otherwise."""
+    declared, launch = {}, "local"
+    if args.configfile:  # where --library is declared
+        try:
+            site = _config.load(args.configfile)
+        except (OSError, _config.ConfigError) as exc:
+            parser.error(f"argument --config: {exc}")
+        declared, launch = site.libraries, site.launch
+    try:
+        doc = run_config.document(args, declared, launch)
+    except ValueError as exc:  # --param without KEY=VALUE
+        parser.error(f"argument --param: {exc}")
+    try:
+        return Campaign(doc, source=run_config.SOURCE)
+    except _config.ConfigError as exc:  # InstallationError too
+        parser.error(run_config.translate(str(exc), args))
+
+
+def _must_fit(lib, launch: str, cell, parser, arg: str) -> None:
+    """A cell launched on this machine must fit in its memory (its buffers on every rank)."""
+    if lib.local and launch != "srun":
+        why = too_big(cell.size, cell.procs, cell.buffers)
+        if why:
+            parser.error(f"argument {arg}{why}")
+
+
+def _launchable(campaign: Campaign, parser):
+    """The one planned cell and its installation, read and checked by the pre-flight before
+    anything is launched (its setup lines, launcher, libmpi, family, a P=2 launch)."""
+    for n in campaign.not_applicable.values():  # outside the catalogue's condition
+        (cell,) = n.run.cells
+        parser.error(f"argument --algorithm: {cell.algorithm} at P={cell.procs}, "
+                     f"{format_size(cell.size)} {cell.dtype}: {n.reasons[cell.cell_id]}")
+    run = next(iter(campaign.runs.values()))
+    (cell,) = run.cells
+    lib = plan.library_for(campaign.cfg, run.library)
+    _must_fit(lib, campaign.cfg.launch, cell, parser, "--size: ")
+    if not lib.installed():
+        parser.error(f"argument --library: {lib.name} is not installed under {lib.prefix}; run "
+                     f"`make setup`")
+    try:
+        return cell, libraries.restrict(lib, preflight.preflight(lib))
+    except preflight.InstallationError as exc:
+        parser.exit(2, f"{parser.prog}: error: {exc}\n")
+
+
 def cmd_run(args, parser) -> int:
-    err = lambda msg: parser.error(msg)  # noqa: E731
     if args.cell:
         _refuse_ignored(args, parser)
         return _rerun_cell(args, parser)
-    lib = _installation(args, err)
-    for plugin in args.plugin:
-        if not os.path.isfile(plugin):
-            err(f"argument --plugin: no such file {plugin!r}")
-        load_plugin(plugin)
-    if args.algorithm.startswith("native:"):
-        try:
-            lib.native(args.algorithm)
-        except KeyError as exc:
-            err(f"argument --algorithm: {exc.args[0]}; harness algorithms: "
-                f"{', '.join(harness_names()) or 'none'}")
-    elif args.algorithm not in harness_names():
-        err(f"argument --algorithm: unknown algorithm {args.algorithm!r}; valid: "
-            + ", ".join(lib.native_names() + harness_names()))
-    if lib.local and not args.oversubscribe and too_many_ranks(args.procs):
-        err(f"argument --procs: {args.procs} ranks on this machine's {os.cpu_count()} cores is "
-            f"more than {OVERSUBSCRIBE_FACTOR} per core; add --oversubscribe to run it anyway")
-    if args.late_rank >= args.procs:
-        err(f"argument --late-rank: {args.late_rank} is not a rank of P={args.procs} "
-            f"(expected 0..{args.procs - 1})")
-    if args.timing == "imb" and args.delay != "none":
-        err(f"argument --timing: imb times calls back to back and takes no delay mode, "
-            f"got --delay {args.delay}")
-    if args.delay != "none" and args.max_delay == 0:
-        err(f"argument --max-delay: delay mode {args.delay} needs --max-delay > 0")
-    itemsize = {"float32": 4, "float64": 8, "int32": 4, "int64": 8}[args.dtype]
-    if args.size % itemsize and not any(p.startswith("workload=") for p in args.param):
-        err(f"argument --size: {args.size} bytes is not a whole number of {args.dtype} "
-            f"elements ({itemsize} bytes each)")
-    rule = stats.StoppingRule(args.confidence, args.precision, args.min_reps, args.max_reps,
-                              args.time_budget, args.rule)
-    try:
-        rule.check()
-    except ValueError as exc:
-        err(f"stopping rule: {exc}" if "min_reps" not in str(exc) else
-            f"argument --min-reps: {args.min_reps} exceeds --max-reps {args.max_reps}")
-    if not args.campaign or "/" in args.campaign or args.campaign.startswith("."):
-        err(f"argument --campaign: expected a plain name, got {args.campaign!r}")
-
-    params = {}
-    for item in args.param:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            err(f"argument --param: expected KEY=VALUE, got {item!r}")
-        params[key] = int(value) if value.isdigit() else value
-    if workload.is_workload(params):  # a training iteration: its size comes from the trace
-        try:
-            if "iteration_compute" in params:
-                params["iteration_compute"] = parse_time(str(params["iteration_compute"]))
-            workload.check(params)
-        except ValueError as exc:
-            err(f"argument --param: {exc}")
-        args.size = workload.size(params, args.dtype)
-    if "layout" in params or "ppn" in params:  # node layout (harness/layout.py)
-        try:
-            kind, ppn = layout.parse(params)
-            if kind == "emulated":
-                layout.emulated(args.procs, ppn)
-        except layout.LayoutError as exc:
-            err(f"argument --param: {exc}")
-    if lib.local:  # the buffers of every rank must fit in this machine's memory
-        why = too_big(args.size, args.procs, args.buffers)
-        if why:
-            err(f"argument --size: {why}")
-    try:
-        level = cells.resolve_thread_level(args.thread_level, args.algorithm, params)
-    except ValueError as exc:
-        err(f"argument --thread-level: {exc}")
-    cell = Cell(library=lib.name, algorithm=args.algorithm, procs=args.procs, size=args.size,
-                dtype=args.dtype, op=args.op, delay=args.delay,
-                max_delay=args.max_delay if args.delay != "none" else 0.0,
-                late_rank=args.late_rank if args.delay == "one-late" else 0,
-                params=tuple(sorted(params.items())), thread_level=level, timing=args.timing,
-                buffers=args.buffers)
-    try:
-        check_buffers(cell.algorithm, cell.params, cell.buffers)
-    except ValueError as exc:
-        err(f"argument --buffers: {exc}")
-    try:
-        force_env = launch_env(lib, cell.algorithm, cell.params)
-    except KeyError as exc:
-        err(f"argument --param: {exc.args[0]}")
-    run = Run(library=lib.name, env=force_env, procs=args.procs,
-              nodes=1, cells=(cell,), thread_level=level)
-    settings = {"rule": rule.kind, "confidence": rule.confidence, "precision": rule.precision,
-                "min_reps": rule.min_reps, "max_reps": rule.max_reps,
-                "time_budget": rule.time_budget, "warmup": args.warmup,
-                "base_compute": args.base_compute, "metric": args.metric, "sync": args.sync,
-                "max_volume": args.max_volume, "imb_iterations": args.imb_iterations}
-    store = results.CampaignStore(paths.results_root(), args.campaign)
-    launches = plan.replicate([run], args.launches, args.seed)
-    specs = [runner.prepare(r, lib, store, settings, seed=args.seed, plugins=args.plugin,
-                            launches=args.launches) for r in launches]
+    campaign = _planned(args, parser)
+    cell, lib = _launchable(campaign, parser)
+    cfg, store = campaign.cfg, campaign.store
+    specs = [runner.prepare(r, lib, store, campaign.settings(), seed=cfg.seed,
+                            plugins=cfg.plugins, config_hash=cfg.digest,
+                            launches=int(cfg.stopping["launches"]))
+             for r in campaign.runs.values()]
     if args.dry_run:
         sys.stdout.write(specs[0][0])
         return 0
-
     outcome = None
     for k, (script, spec) in enumerate(specs):
         runner.write(store, script, spec)
@@ -260,7 +205,7 @@ def cmd_run(args, parser) -> int:
               f"size={format_size(cell.size)} {cell.dtype} {cell.op} delay={cell.delay}"
               + (f" max={format_time(cell.max_delay)}" if cell.delay != "none" else "")
               + (f" (launch {k + 1} of {len(specs)})" if len(specs) > 1 else ""), flush=True)
-        outcome = runner.execute(store, spec, timeout=args.timeout)
+        outcome = runner.execute(store, spec, timeout=cfg.run_walltime)
     df = results.rebuild_summary(store)
     row = df[df.cell_id == cell.cell_id]
     if row.empty:
@@ -280,12 +225,9 @@ def _rerun_cell(args, parser) -> int:
         hits = rerun.find(campaign.runs.values(), args.cell)
     except rerun.UnknownCell as exc:
         parser.error(f"argument --cell: {exc}")
-    for planned, cell in hits:
-        lib = plan.library_for(campaign.cfg, planned.library)
-        if lib.local and campaign.cfg.launch != "srun":  # launched here: it must fit
-            why = too_big(cell.size, cell.procs, cell.buffers)
-            if why:
-                parser.error(f"argument --cell: {args.cell}: {why}")
+    for planned, cell in hits:  # launched here: it must fit
+        _must_fit(plan.library_for(campaign.cfg, planned.library), campaign.cfg.launch, cell,
+                  parser, f"--cell: {args.cell}: ")
     try:
         updated = rerun.rerun(campaign, args.cell, timeout=campaign.cfg.run_walltime)
     except rerun.UnknownCell as exc:
@@ -302,6 +244,11 @@ def _rerun_cell(args, parser) -> int:
 
 def _present(value) -> bool:
     return value is not None and value == value
+
+
+def _number(value, spec: str) -> str:
+    """``value`` formatted, or n/a where there is none (a single repetition has no lag)."""
+    return format(value, spec) if _present(value) else "n/a"
 
 
 def _bandwidth(value) -> str:
@@ -327,7 +274,7 @@ def _print_row(r, store) -> None:
             rejected = r.get("t_rejected")
             print(f"  p5 {format_time(r.p5)}, p95 {format_time(r.p95)}, "
                   f"{int(r.outliers)} Tukey outlier(s) (kept), lag-1 autocorrelation "
-                  f"{r.lag1:.2f} (effective n {r.effective_n:.0f})"
+                  f"{_number(r.lag1, '.2f')} (effective n {_number(r.effective_n, '.0f')})"
                   + (f"; the data reject the t-interval's {rejected}"
                      if isinstance(rejected, str) and rejected != "none" else ""))
         print(f"  algbw {_bandwidth(r.algbw)}, busbw {_bandwidth(r.busbw)}"
