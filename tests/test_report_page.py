@@ -49,7 +49,8 @@ def test_page_content(campaign):
     # read like a paper: contents first, then per report its figures before its tables
     assert text.index('id="contents"') < text.index('id="findings"') < text.index(
         'id="r-auto_vs_best"') < text.index('id="status"')
-    section = text[text.index('id="r-auto_vs_best"'):text.index("</section>")]
+    start = text.index('id="r-auto_vs_best"')
+    section = text[start:text.index("</section>", start)]
     assert section.index("<img") < section.index("<table")
     assert "| " not in section  # the tables' HTML, not their Markdown
     # the cells by status per experiment, the experiment read from the run specs

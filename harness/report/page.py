@@ -235,22 +235,19 @@ def _title(name: str) -> str:
     return about[:1].upper() + about[1:]
 
 
-def _report(i: int, name: str, files: dict, claims: list[Finding], page_dir: Path) -> str:
-    report = REPORTS.get(name)
-    title = _title(name)
-    out = [f'<section id="r-{_e(name or "other")}"><h2>{i}. {_e(title)}</h2>']
+def _report(name: str, files: dict, claims: list[Finding], page_dir: Path) -> str:
+    """What the report reproduces, its claims, its figures, then its tables."""
+    report, out = REPORTS.get(name), []
     if report:
-        papers = sorted({cap[0] for cap in report.captions.values() if cap[0]})
-        out.append(f"<p>Reproduces: {_e('; '.join(papers).rstrip('.') or report.about)}. "
-                   f"Made by rule "
-                   f"<code>{_e(report.rule_name)}</code> "
-                   f"(<code>python -m harness.report {_e(name)}</code>).</p>")
+        papers = "; ".join(sorted({cap[0] for cap in report.captions.values() if cap[0]}))
+        out.append(f"<p>Reproduces: {_e(papers.rstrip('.') or report.about)}. Made by rule "
+                   f"<code>{_e(report.rule_name)}</code> (<code>python -m harness.report "
+                   f"{_e(name)}</code>).</p>")
     if claims:
         out.append('<ul class="claims">' + "".join(_claim(c, page_dir) for c in claims)
                    + "</ul>")
-    out += [_figure(report, p, page_dir) for p in files["figures"]]
-    out += [_figure(report, p, page_dir) for p in files["tables"]]
-    return "\n".join(out + ["</section>"])
+    out += [_figure(report, p, page_dir) for p in files["figures"] + files["tables"]]
+    return "\n".join(out)
 
 
 def _status_counts(summary: pd.DataFrame, experiments: dict[str, list[str]]) -> str:
@@ -314,11 +311,6 @@ def _raw(store: Path, inputs, page_dir: Path) -> str:
                             for n, p in links) + "</ul>"
 
 
-def _contents(sections: list[tuple[str, str]]) -> str:
-    items = "".join(f'<li><a href="#{_e(a)}">{_e(t)}</a></li>' for a, t in sections)
-    return f'<nav id="contents"><h2>Contents</h2><ul class="toc">{items}</ul></nav>'
-
-
 def make_page(inputs, out, config: str = "", configfile: str | None = None) -> Path:
     """Write the page of the campaign whose ``inputs`` (``inputs.Inputs``) are given to
     ``out``; ``config``: the config's path and hash as the header shows them;
@@ -335,22 +327,22 @@ def make_page(inputs, out, config: str = "", configfile: str | None = None) -> P
         report = report_of(c.table.stem)
         by_report.setdefault(report.name if report else "", []).append(c)
     outputs = _outputs(inputs.tables, inputs.figures)
-    names = [n for n in REPORTS if n in outputs] + ([""] if "" in outputs else [])
-    reports = [_report(i, n, outputs[n], by_report.get(n, []), page_dir)
-               for i, n in enumerate(names, start=3)]
-    sections = [("campaign", "1. The campaign"), ("findings", "2. Findings")]
-    sections += [(f"r-{n or 'other'}", f"{i}. {_title(n)}")
-                 for i, n in enumerate(names, start=3)]
-    k = len(names) + 3
-    sections += [("status", f"{k}. Cells by status"), ("all-cells", f"{k + 1}. Cells"),
-                 ("raw", f"{k + 2}. Raw files")]
-    body = [f"<h1>Allreduce campaign <code>{_e(name)}</code></h1>", _contents(sections),
-            '<h2 id="campaign">1. The campaign</h2>', _header(name, config, len(summary), docs),
-            _check(store), _statistic(inputs.statistic),
-            '<h2 id="findings">2. Findings</h2>', _findings(inputs.tables, page_dir), *reports,
-            f'<h2 id="status">{k}. Cells by status</h2>', _status_counts(summary, experiments),
-            f'<h2 id="all-cells">{k + 1}. Cells</h2>', _cells(summary, name, configfile),
-            f'<h2 id="raw">{k + 2}. Raw files</h2>', _raw(store, inputs, page_dir)]
+    sections = [("campaign", "The campaign", "\n".join([
+                    _header(name, config, len(summary), docs), _check(store),
+                    _statistic(inputs.statistic)])),
+                ("findings", "Findings", _findings(inputs.tables, page_dir))]
+    sections += [(f"r-{n or 'other'}", _title(n), _report(n, outputs[n], by_report.get(n, []),
+                                                          page_dir))
+                 for n in [*(n for n in REPORTS if n in outputs), *([""] if "" in outputs else [])]]
+    sections += [("status", "Cells by status", _status_counts(summary, experiments)),
+                 ("all-cells", "Cells", _cells(summary, name, configfile)),
+                 ("raw", "Raw files", _raw(store, inputs, page_dir))]
+    toc = "".join(f'<li><a href="#{_e(a)}">{i}. {_e(t)}</a></li>'
+                  for i, (a, t, _) in enumerate(sections, start=1))
+    body = [f"<h1>Allreduce campaign <code>{_e(name)}</code></h1>",
+            f'<nav id="contents"><h2>Contents</h2><ul class="toc">{toc}</ul></nav>']
+    body += [f'<section id="{_e(a)}"><h2>{i}. {_e(t)}</h2>\n{b}\n</section>'
+             for i, (a, t, b) in enumerate(sections, start=1)]
     text = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{_e(name)}: allreduce campaign</title>"
             f"<style>{STYLE}</style></head><body>\n" + "\n".join(body)
