@@ -1,7 +1,8 @@
 """Castelló et al.'s cost models (Table 1) and the data they are held against: the THEO, OVL
 and NOVL variants of each algorithm (``parts``, ``variants``), the measured native cells of
 their five algorithms (``measured``), the models beside the measurements (``model_table``) and
-the network parameters of this machine beside the papers' (``params_table``). Drawn and written
+the network parameters of this machine beside the papers' (``params_table``), and the
+models' curves of Castelló et al.'s Fig. 1 (``fig1_curves``). Drawn and written
 by ``harness/report/castello_models.py``.
 """
 
@@ -11,6 +12,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .. import models
@@ -76,6 +78,41 @@ def variants(alg, p, m, alpha, beta, gamma, segment=65536, s=None) -> dict:
 
 def mibs(m, t):
     return float(m) / float(t) / MIB if t > 0 else math.nan
+
+
+def size_grid(lo, hi, per_octave=4):
+    """Powers of two from ``lo`` to ``hi`` (at least 1), ``per_octave`` per doubling: the
+    message sizes a model line is drawn at."""
+    lo, hi = max(1.0, float(lo)), max(float(lo), float(hi))
+    k = np.arange(math.floor(math.log2(lo) * per_octave), math.ceil(math.log2(hi) * per_octave) + 1)
+    return 2.0 ** (k / per_octave)
+
+
+FIG1 = {"p": 50, "n": 16 * 2**20, "s": 24, "delta": 1.0}
+
+
+def fig1_curves(alpha: float, beta: float, gamma: float) -> dict:
+    """Castelló et al., Fig. 1: THEO MiB/s (n / time) of each algorithm in four sweeps, with
+    the other three of n, p, beta and delta (gamma' = gamma / delta in s/B) fixed at ``FIG1``.
+    Returns {panel: (x values, {alg: MiB/s})}; bandwidth x values are 1/beta in B/s (100 MB/s
+    to 316 GB/s, the same for every parameter set; ``beta`` is used by the other panels)."""
+    p0, n0, s = FIG1["p"], FIG1["n"], FIG1["s"]
+    sweeps = {
+        "size": (size_grid(2**4, 2**28, 2), lambda x: (p0, x, beta, gamma)),
+        "nodes": (np.unique(np.round(2.0 ** (np.arange(2, 17) / 2))).astype(float),
+                  lambda x: (x, n0, beta, gamma)),
+        "bandwidth": (np.logspace(8, 11.5, 29), lambda x: (p0, n0, 1 / x, gamma)),
+        "delta": (2.0 ** (np.arange(-12, 17) / 4), lambda x: (p0, n0, beta, gamma / x)),
+    }
+    out = {}
+    for panel, (xs, arg) in sweeps.items():
+        ys = {}
+        for alg in ALGORITHMS:
+            ys[alg] = np.array([mibs(arg(x)[1], variants(alg, arg(x)[0], arg(x)[1], alpha,
+                                                           arg(x)[2], arg(x)[3], s=s)["THEO"])
+                                for x in xs])
+        out[panel] = (np.asarray(xs, dtype=float), ys)
+    return out
 
 
 # --------------------------------------------------------------------------- data

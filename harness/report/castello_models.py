@@ -54,7 +54,6 @@ results/<c> [--params JSON]``).
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
@@ -77,6 +76,8 @@ from ..analysis.castello import (
     segment_size,
     variants,
 )
+from ..analysis.castello import FIG1, fig1_curves  # noqa: F401  (the models' curves, Fig. 1)
+from ..analysis.castello import size_grid as _grid
 from ..models import maxrate
 from . import facets, style, tables
 
@@ -118,12 +119,6 @@ def write_params_table(t: pd.DataFrame, base) -> list[Path]:
 # --------------------------------------------------------------------------- figures
 
 
-def _grid(lo, hi, per_octave=4):
-    lo, hi = max(1.0, float(lo)), max(float(lo), float(hi))
-    k = np.arange(math.floor(math.log2(lo) * per_octave), math.ceil(math.log2(hi) * per_octave) + 1)
-    return 2.0 ** (k / per_octave)
-
-
 def _size_axis(ax, lo, hi, label=None):
     facets.size_axis(ax, [lo, hi], label=label, limits=(lo / 2**0.3, hi * 2**0.3))
 
@@ -161,33 +156,6 @@ def fig2(meas: pd.DataFrame, doc: dict, path) -> list[Path]:
 
 # Castelló et al., Fig. 1: the fixed values (caption and Sect. 3.3); n = 16 MiB is the caption's
 # top-right value, used for every panel with a fixed size (the text gives 2^20 bytes)
-FIG1 = {"p": 50, "n": 16 * 2**20, "s": 24, "delta": 1.0}
-
-
-def fig1_curves(alpha: float, beta: float, gamma: float) -> dict:
-    """Castelló et al., Fig. 1: THEO MiB/s (n / time) of each algorithm in four sweeps, with
-    the other three of n, p, beta and delta (gamma' = gamma / delta in s/B) fixed at ``FIG1``.
-    Returns {panel: (x values, {alg: MiB/s})}; bandwidth x values are 1/beta in B/s (100 MB/s
-    to 316 GB/s, the same for every parameter set; ``beta`` is used by the other panels)."""
-    p0, n0, s = FIG1["p"], FIG1["n"], FIG1["s"]
-    sweeps = {
-        "size": (_grid(2**4, 2**28, 2), lambda x: (p0, x, beta, gamma)),
-        "nodes": (np.unique(np.round(2.0 ** (np.arange(2, 17) / 2))).astype(float),
-                  lambda x: (x, n0, beta, gamma)),
-        "bandwidth": (np.logspace(8, 11.5, 29), lambda x: (p0, n0, 1 / x, gamma)),
-        "delta": (2.0 ** (np.arange(-12, 17) / 4), lambda x: (p0, n0, beta, gamma / x)),
-    }
-    out = {}
-    for panel, (xs, arg) in sweeps.items():
-        ys = {}
-        for alg in ALGORITHMS:
-            ys[alg] = np.array([mibs(arg(x)[1], variants(alg, arg(x)[0], arg(x)[1], alpha,
-                                                           arg(x)[2], arg(x)[3], s=s)["THEO"])
-                                for x in xs])
-        out[panel] = (np.asarray(xs, dtype=float), ys)
-    return out
-
-
 def fig1(doc: dict | None, path) -> list[Path]:
     """Castelló et al., Fig. 1 with the paper's parameters (solid) and, when the parameter file
     has a ping-pong fit, the same curves with this machine's alpha, beta, gamma (dashed)."""
