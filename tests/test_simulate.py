@@ -155,9 +155,16 @@ def test_without_simgrid_one_clear_line(tmp_path, monkeypatch):
                                                     r"not a file; install it: Debian/Ubuntu") as info:
         simulate_allreduce("ring", 4, 64)
     assert "\n" not in str(info.value)
+    garbage = tmp_path / "simgrid.cpython-311-x86_64-linux-gnu.so"
+    garbage.write_text("not a shared object")
+    monkeypatch.setenv(loader.VARIABLE, str(garbage))
+    with pytest.raises(loader.SimGridMissing, match=r"SimGrid's Python module .*\.so does not load here \(.*\); "
+                                                    r"install it: Debian/Ubuntu") as info:
+        simulate_allreduce("ring", 4, 64)
+    assert "\n" not in str(info.value)
     monkeypatch.delenv(loader.VARIABLE)
     monkeypatch.setitem(sys.modules, "simgrid", None)  # `import simgrid` fails
-    monkeypatch.setattr(loader, "DEBIAN_DIR", tmp_path)
+    monkeypatch.setattr(loader, "DEBIAN_DIR", tmp_path / "dist-packages")
     line = loader.available()
     assert line.startswith("no SimGrid Python module: `import simgrid` fails and Debian's python3-simgrid")
     assert "docs/simulation.md" in line and "\n" not in line

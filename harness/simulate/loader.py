@@ -4,14 +4,15 @@ Where it is looked for, in order:
 
 1. ``HARNESS_SIMGRID_MODULE``: the path of the extension module (``simgrid.cpython-*.so``);
 2. an importable ``simgrid`` (SimGrid installed into this environment: conda-forge, or a
-   build from source with ``pip install .``);
+   build from source);
 3. Debian's ``python3-simgrid``: ``/usr/lib/python3/dist-packages/simgrid<EXT_SUFFIX>``,
    when it was built for this interpreter's version.
 
 The module from 3. is loaded by path alone (``importlib.util.spec_from_file_location``), not by
 adding ``dist-packages`` to ``sys.path``: Debian's numpy there must not shadow the
-environment's. Without SimGrid, ``load()`` raises ``SimGridMissing`` with one line that says
-what was tried and how to install it (``docs/simulation.md``).
+environment's. ``locate()`` finds it without loading it (``available()``: the test suite's
+check). Without SimGrid, ``load()`` raises ``SimGridMissing`` with one line that says what was
+tried and how to install it (``docs/simulation.md``).
 """
 
 from __future__ import annotations
@@ -39,41 +40,54 @@ def debian_module() -> Path:
     return DEBIAN_DIR / f"simgrid{sysconfig.get_config_var('EXT_SUFFIX')}"
 
 
-def _from_path(path: Path, explicit: bool):
-    if not path.is_file():
-        where = (f"{VARIABLE} names {path}, which is not a file" if explicit else
-                 f"no SimGrid Python module: `import simgrid` fails and Debian's python3-simgrid "
-                 f"for Python {sys.version_info.major}.{sys.version_info.minor} is not at {path}")
-        raise SimGridMissing(f"{where}; {INSTALL_HINT}")
-    spec = importlib.util.spec_from_file_location("simgrid", path)
-    module = importlib.util.module_from_spec(spec)
+def locate() -> str | Path:
+    """What ``load()`` would load, without loading it: ``"simgrid"`` (importable as such) or
+    the extension module's path. ``SimGridMissing`` when there is neither."""
+    if sys.modules.get("simgrid") is not None:
+        return "simgrid"
+    explicit = os.environ.get(VARIABLE)
+    if explicit:
+        if not Path(explicit).is_file():
+            raise SimGridMissing(f"{VARIABLE} names {explicit}, which is not a file; {INSTALL_HINT}")
+        return Path(explicit)
     try:
-        spec.loader.exec_module(module)
-    except ImportError as exc:
-        raise SimGridMissing(f"SimGrid's Python module {path} does not load here "
-                             f"({str(exc).splitlines()[0]}); {INSTALL_HINT}") from exc
-    sys.modules["simgrid"] = module
-    return module
+        if importlib.util.find_spec("simgrid") is not None:
+            return "simgrid"
+    except (ImportError, ValueError):
+        pass
+    path = debian_module()
+    if not path.is_file():
+        raise SimGridMissing(f"no SimGrid Python module: `import simgrid` fails and Debian's python3-simgrid "
+                             f"for Python {sys.version_info.major}.{sys.version_info.minor} is not at {path}; "
+                             f"{INSTALL_HINT}")
+    return path
 
 
 def load():
     """The ``simgrid`` module (loaded once per process), or ``SimGridMissing``."""
     if sys.modules.get("simgrid") is not None:
         return sys.modules["simgrid"]
-    explicit = os.environ.get(VARIABLE)
-    if explicit:
-        return _from_path(Path(explicit), True)
-    try:
+    where = locate()
+    if where == "simgrid":
         return importlib.import_module("simgrid")
-    except ImportError:
-        pass
-    return _from_path(debian_module(), False)
+    spec = importlib.util.spec_from_file_location("simgrid", where)
+    if spec is None or spec.loader is None:
+        raise SimGridMissing(f"{where} is not a Python extension module; {INSTALL_HINT}")
+    try:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except ImportError as exc:
+        raise SimGridMissing(f"SimGrid's Python module {where} does not load here "
+                             f"({str(exc).splitlines()[0]}); {INSTALL_HINT}") from exc
+    sys.modules["simgrid"] = module
+    return module
 
 
 def available() -> str | None:
-    """None when SimGrid loads, else the one line saying why not."""
+    """None when SimGrid is there to load (``locate``; this process does not load it), else
+    the one line saying why not."""
     try:
-        load()
+        locate()
     except SimGridMissing as exc:
         return str(exc)
     return None
