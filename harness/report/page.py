@@ -50,10 +50,12 @@ h1{font-size:1.6em}h2{font-size:1.25em;border-bottom:1px solid #ccc;margin-top:2
 table{border-collapse:collapse;font:12px/1.3 system-ui,sans-serif}td,th{border:1px solid #ddd;padding:2px 6px}
 th{background:#f4f4f4;position:sticky;top:0}th[data-sort]{cursor:pointer}td.num{text-align:right}
 figure{margin:1.2em 0}figure img{max-width:100%;border:1px solid #eee}
+.figures{display:grid;grid-template-columns:1fr 1fr;grid-auto-flow:dense;gap:0 1.5em}.figures figure{margin:.6em 0}
+.figures .wide{grid-column:span 2}
 figcaption,.tcap,.note{color:#444;font-size:13px}.claims li{margin:.3em 0}.evidence{color:#555}
 details{margin:.4em 0}summary{cursor:pointer;color:#555;font-size:13px}
 .status-failed,.status-wrong,.status-timeout{color:#a00}.status-not-converged{color:#a60}
-code{font-size:12px}.scroll{max-height:70vh;overflow:auto}
+code{font-size:12px}.scroll{max-height:45vh;overflow:auto}
 """
 
 SCRIPT = """
@@ -191,15 +193,16 @@ def _files(path: Path, page_dir: Path) -> str:
                      for q in sorted(path.parent.glob(path.stem + ".*")))
 
 
-def _png(path: Path) -> str:
+def _png(path: Path) -> tuple[str, bool]:
     """The figure as PNG data for the page: scaled down to ``WIDTH`` when it is wider, in 256
-    colours (a third of the bytes for line plots and maps), unless the file is smaller."""
-    data = path.read_bytes()
+    colours (a third of the bytes for line plots and maps), unless the file is smaller; and
+    whether it is wide (drawn across both columns of the page's figures)."""
+    data, wide = path.read_bytes(), False
     try:
         from PIL import Image
 
         with Image.open(io.BytesIO(data)) as img:
-            small = img.convert("RGB")
+            small, wide = img.convert("RGB"), img.width > 1.6 * img.height
             if small.width > WIDTH:
                 small = small.resize((WIDTH, round(small.height * WIDTH / small.width)),
                                      Image.LANCZOS)
@@ -209,7 +212,7 @@ def _png(path: Path) -> str:
             data = min(data, buf.getvalue(), key=len)
     except (ImportError, OSError):
         pass
-    return base64.b64encode(data).decode()
+    return base64.b64encode(data).decode(), wide
 
 
 def _figure(report: Report | None, path: Path, page_dir: Path) -> str:
@@ -217,8 +220,9 @@ def _figure(report: Report | None, path: Path, page_dir: Path) -> str:
     cap = (f"<figcaption><b>{_e(what)}</b> ({_e(path.name)}). {_e(read)}. Files: "
            f"{_files(path, page_dir)}</figcaption>")
     if path.suffix == ".png":
-        return (f'<figure><img alt="{_e(path.stem)}" src="data:image/png;base64,{_png(path)}">'
-                f"{cap}</figure>")
+        data, wide = _png(path)
+        return (f'<figure{" class=wide" if wide else ""}><img alt="{_e(path.stem)}" '
+                f'src="data:image/png;base64,{data}">{cap}</figure>')
     fragment = path.with_suffix(".html")
     if fragment.is_file():
         body = fragment.read_text()
@@ -246,7 +250,10 @@ def _report(name: str, files: dict, claims: list[Finding], page_dir: Path) -> st
     if claims:
         out.append('<ul class="claims">' + "".join(_claim(c, page_dir) for c in claims)
                    + "</ul>")
-    out += [_figure(report, p, page_dir) for p in files["figures"] + files["tables"]]
+    if files["figures"]:  # two columns, a wide one across both
+        out.append('<div class="figures">' + "".join(
+            _figure(report, p, page_dir) for p in files["figures"]) + "</div>")
+    out += [_figure(report, p, page_dir) for p in files["tables"]]
     return "\n".join(out)
 
 
