@@ -66,25 +66,39 @@ def _interval(g, lo, hi) -> str:
     return f"{g:.2f}x [{lo:.2f}, {hi:.2f}]" if math.isfinite(lo) else f"{g:.2f}x"
 
 
-def confirmed(tables_dir: Path) -> tuple[list[Finding], int]:
-    path = tables_dir / "auto_vs_best_confirmed.csv"
+def _launches(r, ratio: str) -> str:
+    """The gain of fresh paired launches with its interval: the evidence of a confirmed claim."""
+    return (f"{ratio} {_interval(r['gain'], r['gain_ci_low'], r['gain_ci_high'])} over "
+            f"{int(_num(r.get('pairs')) or 0)} paired launches")
+
+
+def _verdicts(path: Path, claimed: tuple[str, ...], tied) -> tuple[pd.DataFrame | None, int]:
+    """The rows of the table at ``path`` whose verdict is ``claimed``, and how many are ties
+    (``tied``: the verdict of a tie, or a test of it)."""
     df = _read(path)
     if df is None:
-        return [], 0
+        return None, 0
+    verdict = df["verdict"].astype(str)
+    ties = verdict.map(tied) if callable(tied) else verdict == tied
+    return df[verdict.isin(claimed)], int(ties.sum())
+
+
+def confirmed(tables_dir: Path) -> tuple[list[Finding], int]:
+    path = tables_dir / "auto_vs_best_confirmed.csv"
+    df, ties = _verdicts(path, ("BEST faster", "AUTO faster"), "tie")
     out = []
-    for r in df.to_dict("records"):
-        if r.get("verdict") not in ("BEST faster", "AUTO faster"):
-            continue
+    for r in [] if df is None else df.to_dict("records"):
         best = str(r.get("best") or "").replace("native:", "")
         who = f"BEST ({best}) faster than AUTO" if r["verdict"] == "BEST faster" \
             else f"AUTO faster than BEST ({best})"
         p = _num(r.get("wilcoxon_p"))
-        beside = (f"; Wilcoxon p = {p:.3f} ({r.get('nonparametric')})"
-                  if math.isfinite(p) else "")
+        beside = f"; Wilcoxon p = {p:.3f} ({r.get('nonparametric')})" if math.isfinite(p) else ""
         out.append(Finding(f"{_where(r)}: {who}, confirmed in fresh launches",
-                           f"gain t_AUTO/t_BEST {_interval(r['gain'], r['gain_ci_low'], r['gain_ci_high'])}"
-                           f" over {int(_num(r.get('pairs')) or 0)} paired launches{beside}", path))
-    return out, int((df["verdict"] == "tie").sum())
+                           _launches(r, "gain t_AUTO/t_BEST") + beside, path))
+    return out, ties
+
+
+VIOLATED = "is faster than the library's own Allreduce (performance guideline violated)"
 
 
 def guideline_violations(tables_dir: Path) -> tuple[list[Finding], int]:
@@ -92,47 +106,30 @@ def guideline_violations(tables_dir: Path) -> tuple[list[Finding], int]:
     (``guidelines_confirmed``); without that stage, the campaign's own, said to rest on one
     launch per side."""
     again = tables_dir / "guidelines_confirmed.csv"
-    df = _read(again)
+    df, ties = _verdicts(again, ("violation confirmed",), lambda v: v.startswith("not confirmed"))
     if df is not None:
-        out = []
-        for r in df[df["verdict"] == "violation confirmed"].to_dict("records"):
-            out.append(Finding(f"{_where(r)}: {LABELS.get(r['best'], r['best'])} is faster than "
-                               f"the library's own Allreduce (performance guideline violated), "
-                               f"confirmed in fresh launches",
-                               f"speedup t_AUTO/t_mock-up {_interval(r['gain'], r['gain_ci_low'], r['gain_ci_high'])}"
-                               f" over {int(_num(r.get('pairs')) or 0)} paired launches", again))
-        return out, int(df["verdict"].astype(str).str.startswith("not confirmed").sum())
+        return [Finding(f"{_where(r)}: {LABELS.get(r['best'], r['best'])} {VIOLATED}, confirmed "
+                        "in fresh launches", _launches(r, "speedup t_AUTO/t_mock-up"), again)
+                for r in df.to_dict("records")], ties
     path = tables_dir / "guidelines.csv"
-    df = _read(path)
-    if df is None:
-        return [], 0
-    out = []
-    for r in df[df["verdict"] == "violation"].to_dict("records"):
-        out.append(Finding(f"{_where(r)}: {LABELS.get(r['mock_up'], r['mock_up'])} is faster than "
-                           f"the library's own Allreduce (performance guideline violated)",
-                           f"speedup t_AUTO/t_mock-up {_num(r['speedup']):.2f}x, 95% CIs apart "
-                           f"(AUTO {_num(r['auto_mean']) * 1e6:.2f} us, mock-up "
-                           f"{_num(r['mock_mean']) * 1e6:.2f} us), one launch each, not measured "
-                           f"again", path))
-    return out, int((df["verdict"] == "tie").sum())
+    df, ties = _verdicts(path, ("violation",), "tie")
+    return [Finding(f"{_where(r)}: {LABELS.get(r['mock_up'], r['mock_up'])} {VIOLATED}",
+                    f"speedup t_AUTO/t_mock-up {_num(r['speedup']):.2f}x, 95% CIs apart "
+                    f"(AUTO {_num(r['auto_mean']) * 1e6:.2f} us, mock-up "
+                    f"{_num(r['mock_mean']) * 1e6:.2f} us), one launch each, not measured again",
+                    path) for r in ([] if df is None else df.to_dict("records"))], ties
 
 
 def tuned_gains(tables_dir: Path) -> tuple[list[Finding], int]:
     path = tables_dir / "tuned.csv"
-    df = _read(path)
-    if df is None:
-        return [], 0
+    df, ties = _verdicts(path, ("tuned faster", "AUTO faster"), "tie")
     out = []
-    for r in df.to_dict("records"):
-        if r.get("verdict") not in ("tuned faster", "AUTO faster"):
-            continue
+    for r in [] if df is None else df.to_dict("records"):
         held = " (held out: not measured by the campaign)" if str(r.get("held_out")) == "True" else ""
         who = "the tuning file beats AUTO" if r["verdict"] == "tuned faster" \
             else "AUTO beats the tuning file"
-        out.append(Finding(f"{_where(r)}{held}: {who}",
-                           f"gain t_AUTO/t_tuned {_interval(r['gain'], r['gain_ci_low'], r['gain_ci_high'])}"
-                           f" over {int(_num(r.get('pairs')) or 0)} paired launches", path))
-    return out, int((df["verdict"] == "tie").sum())
+        out.append(Finding(f"{_where(r)}{held}: {who}", _launches(r, "gain t_AUTO/t_tuned"), path))
+    return out, ties
 
 
 def costliest_auto_choices(tables_dir: Path) -> tuple[list[Finding], int]:
