@@ -37,6 +37,19 @@ def ring_skips_a_reduction(comm, sendbuf, recvbuf, op, ctx):
     ring(comm, sendbuf, recvbuf, SkipsOne(op) if comm.Get_rank() == 3 else op, ctx)
 
 
+@register("test:polls", family="test")
+def polls(comm, sendbuf, recvbuf, op, ctx):
+    """A ring exchange polled with Test, then the harness's ring."""
+    rank, size = comm.Get_rank(), comm.Get_size()
+    comm.Barrier()
+    recv = comm.Irecv(recvbuf, (rank - 1) % size, 5)
+    send = comm.Isend(sendbuf, (rank + 1) % size, 5)
+    while not recv.Test():
+        pass
+    recv.Waitall([send, recv])
+    ring(comm, sendbuf, recvbuf, op, ctx)
+
+
 @register("test:receives-from-nobody", family="test")
 def receives_from_nobody(comm, sendbuf, recvbuf, op, ctx):
     comm.Recv(recvbuf, (comm.Get_rank() + 1) % comm.Get_size(), 7)
@@ -121,6 +134,18 @@ def test_a_broken_reduction_is_caught_as_wrong(tmp_path):
     assert good.ok and good.wrong_ranks == []
     assert not bad.ok and 3 in bad.wrong_ranks
     assert bad.messages == good.messages and bad.time == good.time  # same messages, wrong data
+
+
+@needs_simgrid
+def test_polling_a_request_lets_simulated_time_advance(tmp_path):
+    """Each Test takes SMPI's 100 us (smpi/test), so a rank polling a receive does not stop the
+    clock; Barrier and Waitall work as mpi4py's."""
+    plugin = tmp_path / "broken.py"
+    plugin.write_text(BROKEN)
+    polled, = simulate_sizes("test:polls", 4, [1 << 20], plugins=[plugin])
+    plain, = simulate_sizes("ring", 4, [1 << 20])
+    assert polled.ok
+    assert polled.time >= plain.time + 1e-4
 
 
 @needs_simgrid

@@ -17,7 +17,9 @@ algorithm here and SMPI's C version of it take the same simulated time:
 * a send below ``eager_limit`` bytes (SMPI's ``smpi/send-is-detached-thresh``, 65536) is
   detached: the sender goes on at once, as MPI's eager protocol lets it; a larger one returns
   when the data has arrived;
-* a ``Sendrecv`` with oneself is a copy and takes no time (as SMPI's).
+* a ``Sendrecv`` with oneself is a copy and takes no time (as SMPI's);
+* a request's ``Test`` takes ``TEST_SLEEP`` (SMPI's ``smpi/test``), so that polling lets time
+  advance.
 
 A reduction charges ``inbuf.nbytes / reduce_rate`` seconds (the measured ``reduce_local``
 rate, bytes/s) on the calling rank; ``reduce_rate=None`` makes reductions free, as SMPI's own
@@ -30,6 +32,7 @@ import numpy as np
 
 ENVELOPE = 16  # bytes SMPI adds to every message (tag, source, communicator)
 EAGER_LIMIT = 65536  # SMPI's default smpi/send-is-detached-thresh
+TEST_SLEEP = 1e-4  # seconds each Test takes, SMPI's default smpi/test
 
 UFUNCS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
 
@@ -58,10 +61,10 @@ class Counters:
 class SimRequest:
     """A pending send or receive (mpi4py's ``Request``: ``Wait``, ``Test``, ``Waitall``)."""
 
-    __slots__ = ("_comm", "_holder", "_target", "_done")
+    __slots__ = ("_sg", "_comm", "_holder", "_target", "_done")
 
-    def __init__(self, comm=None, holder=None, target=None):
-        self._comm, self._holder, self._target = comm, holder, target
+    def __init__(self, sg=None, comm=None, holder=None, target=None):
+        self._sg, self._comm, self._holder, self._target = sg, comm, holder, target
         self._done = comm is None
 
     def Wait(self, status=None):
@@ -73,8 +76,12 @@ class SimRequest:
         return True
 
     def Test(self, status=None) -> bool:
-        if not self._done and self._comm.test():
-            self.Wait()
+        """As SMPI's ``MPI_Test``: ``TEST_SLEEP`` of simulated time first, so that a rank
+        polling a request lets time, and the message, advance."""
+        if not self._done:
+            self._sg.this_actor.sleep_for(TEST_SLEEP)
+            if self._comm.test():
+                self.Wait()
         return self._done
 
     @staticmethod
@@ -139,7 +146,7 @@ class SimComm:
             comm.detach()
             return SimRequest()
         comm.start()
-        return SimRequest(comm)
+        return SimRequest(self._sg, comm)
 
     def Recv(self, buf, source: int, tag: int = 0, status=None) -> None:
         self.Irecv(buf, source, tag).Wait()
@@ -148,7 +155,7 @@ class SimComm:
         target = _array(buf)
         self._check_peer(source)
         comm, holder = self._box(source, self._rank, tag).get_async()
-        return SimRequest(comm, holder, target)
+        return SimRequest(self._sg, comm, holder, target)
 
     def Sendrecv(self, sendbuf, dest: int, sendtag: int = 0, recvbuf=None, source: int = 0,
                  recvtag: int = 0, status=None) -> None:
