@@ -108,8 +108,12 @@ def simulate_sizes(algorithm: str, procs: int, sizes, dtype: str = "float64", op
     with tempfile.TemporaryDirectory(prefix="harness-sim-") as tmp:
         spec_path, out_path = Path(tmp) / "spec.json", Path(tmp) / "result.json"
         write_json(spec_path, spec)
-        proc = subprocess.run([sys.executable, "-m", "harness.simulate.cell", str(spec_path), str(out_path)],
-                              capture_output=True, text=True, timeout=timeout)
+        try:
+            proc = subprocess.run([sys.executable, "-m", "harness.simulate.cell", str(spec_path), str(out_path)],
+                                  capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise SimulationError(f"simulating {algorithm} at P = {procs} did not finish within {timeout} s "
+                                  "(stopped)") from None
         if proc.returncode == EXIT_MISSING:
             raise loader.SimGridMissing(proc.stderr.strip().splitlines()[-1])
         if proc.returncode != 0 or not out_path.exists():

@@ -216,6 +216,9 @@ def smpi_allreduce(algorithm: str | None, procs: int, sizes, dtype: str = "float
                 str(exe), dtype, op, *map(str, counts)]
         status, out, err, wall, rss = _run(argv, timeout)
     rows = [line.split()[1:] for line in out.splitlines() if line.startswith("harness-smpi ")]
+    if status == -signal.SIGKILL and timeout and wall >= timeout:
+        raise SmpiError(f"smpirun ({algorithm or 'selector ' + selector}, P = {procs}) did not finish within "
+                        f"{timeout} s (stopped)")
     if status != 0 or len(rows) != len(counts):
         tail = "\n".join(err.strip().splitlines()[-15:])
         raise SmpiError(f"smpirun ({algorithm or 'selector ' + selector}, P = {procs}) exited {status} "
