@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..analysis.auto_vs_best import auto_choices as choices
 from ..analysis.auto_vs_best import prepare
-from . import style, tables
+from . import facets, style, tables
 
 TITLE = "What AUTO ran: the library's choice per installation, P and size"
 
@@ -77,8 +77,8 @@ def _figure(t: pd.DataFrame, base) -> list[Path]:
         ax.set_yticks(range(len(procs)), [str(int(p)) for p in procs])
         ax.set_xlim(-0.6, len(sizes) - 0.4)
         ax.set_ylim(-0.6, len(procs) - 0.4)
-        ax.set_xlabel("Message size (bytes per rank)")
-    axes[0][0].set_ylabel("P (processes)")
+        ax.set_xlabel(facets.X_AXES["size"][0])
+    axes[0][0].set_ylabel(facets.X_AXES["procs"][0])
     handles = [plt.Line2D([], [], marker="s", linestyle="", markersize=8,
                           color=style.color(f"native:{n}"), label=n) for n in names]
     handles.append(plt.Line2D([], [], marker="s", linestyle="", markersize=10, markerfacecolor="none",

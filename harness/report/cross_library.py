@@ -110,30 +110,6 @@ def _series(g: pd.DataFrame):
         yield lib, version, d, style.library_label(lib, version)
 
 
-def _grid(n: int, width: float, height: float):
-    from matplotlib.figure import Figure
-
-    style.setup()
-    cols = min(n, 2)
-    rows = math.ceil(n / cols)
-    fig = Figure(figsize=(width * cols, height * rows), layout="constrained")
-    axes = fig.subplots(rows, cols, squeeze=False).flatten()
-    for ax in axes[n:]:
-        ax.set_visible(False)
-    return fig, axes
-
-
-def _legend(fig, axes) -> None:
-    """One legend under the panels, each label once."""
-    handles = {}
-    for ax in axes:
-        for h, label in zip(*ax.get_legend_handles_labels()):
-            handles.setdefault(label, h)
-    if handles:
-        fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncol=3,
-                   fontsize=7)
-
-
 def _lines(t: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """AUTO and BEST of every library as the rows of a faceted figure: ``panel`` (the index
     of its title), ``line`` (``<library>|<version>|auto``) and the time with its CI."""
@@ -196,8 +172,12 @@ def figure_normalised(t: pd.DataFrame, base) -> list[Path]:
               if np.isfinite(g[["auto_speedup", "best_speedup"]].to_numpy(float)).any()]
     if not panels:
         return style.placeholder(base, title, f"no P with {ref} AUTO and another library")
-    fig, axes = _grid(len(panels), 5.6, 3.4)
-    for ax, (ptitle, g) in zip(axes, panels):
+    spec = facets.Spec(x="size", cols="panel", wrap=2, panel_size=(5.6, 3.2), title=title)
+    fig, axes, _, _ = facets.layout(spec, pd.DataFrame({"panel": range(len(panels))}))
+    for ax in axes.flatten()[len(panels):]:
+        ax.set_visible(False)
+    handles: dict[str, object] = {}
+    for ax, (ptitle, g) in zip(axes.flatten(), panels):
         ratio = np.isfinite(g[["auto_speedup", "best_speedup"]].to_numpy(float)).any(axis=1)
         sizes = sorted(g.loc[ratio, "size"].unique())  # the sizes with a ratio to draw
         series = []
@@ -221,9 +201,8 @@ def figure_normalised(t: pd.DataFrame, base) -> list[Path]:
         ax.set_xlabel(facets.X_AXES["size"][0])
         ax.set_ylabel(f"{ref} AUTO time / time (> 1: faster)")
         ax.set_title(ptitle)
-    _legend(fig, axes)
-    fig.suptitle(title)
-    return style.save(fig, base)
+        handles.update({lab: h for h, lab in zip(*ax.get_legend_handles_labels())})
+    return facets.finish(fig, spec, handles, base, ncols=axes.shape[1])
 
 
 def make(inputs) -> list[Path]:

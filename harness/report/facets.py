@@ -140,7 +140,8 @@ def points(spec: Spec, rows: pd.DataFrame, factor: float = 1.0):
     """x, y, and the CI as (2 x n) distances below and above y, for ``rows`` (any order)."""
     x = rows[spec.x].to_numpy(float) * X_AXES.get(spec.x, ("", 1.0))[1]
     if spec.y in ("time", "throughput"):
-        mean, lo, hi = (rows[c].to_numpy(float) for c in ("mean", "ci_low", "ci_high"))
+        mean, lo, hi = (rows[c if c in rows else "mean"].to_numpy(float)
+                        for c in ("mean", "ci_low", "ci_high"))
         if spec.y == "throughput":
             size = rows["size"].to_numpy(float)
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -247,8 +248,11 @@ def x_axis(ax, column: str, values, log: bool | None = None, label: str | None =
         ax.set_xscale("log", base=2)
     ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     if xs and (column in X_AXES or log):
-        ax.set_xticks(xs[::max(1, math.ceil(len(xs) / 12))])
+        shown = xs[::max(1, math.ceil(len(xs) / 12))]
+        ax.set_xticks(shown)
         ax.xaxis.set_major_formatter(style.PLAIN_TICKS)
+        if len(shown) > 7:
+            ax.tick_params(axis="x", labelrotation=45)
         if len(xs) == 1:
             ax.set_xlim(*((xs[0] * 0.5, xs[0] * 1.5) if xs[0] else (-1, 1)))
     ax.set_xlabel(label or X_AXES.get(column, (column, 1.0))[0])

@@ -39,6 +39,7 @@ map shows the single algorithm: the Table 1 models give e.g. (rd, rs) on a 2 x P
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import textwrap
 from pathlib import Path
@@ -85,8 +86,8 @@ NAMES = {"linear": "linear", "nono": "nonoverlapping (reduce + bcast)",
 # on the map SUARA2 is orange (style's "suara"): its usual magenta is close to rs's pink
 SUARA_COLOR = style.color("suara")
 NA_LABELS = {"rd": "RD", "smp": "SMP", "nap": "NAP"}
-NA_COLORS = {"rd": style.color("recursive_doubling"), "smp": style.color("smp"),
-             "nap": style.color("nap")}
+NA_ALGORITHMS = {"rd": "recursive_doubling", "smp": "smp", "nap": "nap"}
+NA_COLORS = {a: style.color(name) for a, name in NA_ALGORITHMS.items()}
 
 
 def _grid_text(r) -> str:
@@ -312,10 +313,26 @@ def suara_figure(pp: ProjectionParams, region: Region | None, path, max_procs=MA
     return style.save(fig, path), fits
 
 
-def _ordered_legend(ax) -> None:
-    """Legend in the order RD, SMP, NAP whatever the drawing order."""
-    lines = {h.get_label(): h for h in ax.get_lines()}
-    ax.legend(handles=[lines[NA_LABELS[a]] for a in maxrate.ALGORITHMS if NA_LABELS[a] in lines])
+def _model_look(a: str) -> facets.Look:
+    """RD dashed and hollow (at 8 B it lies on SMP), SMP and NAP solid."""
+    look = facets.algorithm_look(NA_ALGORITHMS[a])
+    return facets.Look(look.color, look.marker, (0, (4, 2)) if a == "rd" else "-", ms=3.5,
+                       hollow=a == "rd")
+
+
+MODEL_LINES = facets.Spec(x="procs", series="model", ci="none", look=_model_look,
+                          label=NA_LABELS.get, order=lambda m: [a for a in NA_LABELS if a in m],
+                          ylabel="modelled time")
+
+
+def _model_panel(ax, x: str, values, times: dict, title: str) -> None:
+    """Figs. 10-11: the three models' times against ``x`` (P or size)."""
+    rows = pd.concat([pd.DataFrame({x: values, "mean": t, "model": a}) for a, t in times.items()])
+    factor, unit = facets.time_unit(rows["mean"])
+    spec = MODEL_LINES if x == "procs" else dataclasses.replace(MODEL_LINES, x=x)
+    ax.legend(*zip(*((h, lab) for lab, h in facets.panel(ax, spec, rows, factor).items())))
+    ax.set_ylabel(facets.y_label(spec, unit))
+    ax.set_title(title, fontsize=8.5)
 
 
 def node_aware_figure(pp: ProjectionParams, regions: dict[int, Region], path, ppns,
@@ -354,27 +371,13 @@ def node_aware_figure(pp: ProjectionParams, regions: dict[int, Region], path, pp
     b1, b2 = bottom.subplots(1, 2)
     procs = procs_grid(max_procs, multiple_of=ppn, low=max(ppn, 2))
     line = node_aware_map(pp.maxrate, ppn, procs, [8])
-    dashes = {"rd": (0, (4, 2)), "smp": "-", "nap": "-"}
-    marks = {"rd": "o", "smp": "s", "nap": "^"}
-    for a in ("smp", "nap", "rd"):  # RD last and dashed: at 8 B it lies on SMP
-        b1.plot(procs, line[a][0] * 1e6, ls=dashes[a], marker=marks[a], ms=3.5,
-                mfc="none" if a == "rd" else NA_COLORS[a], color=NA_COLORS[a], label=NA_LABELS[a])
+    _model_panel(b1, "procs", procs, {a: line[a][0] for a in NA_LABELS},
+                 f"Fig. 10: one 8-byte value against P (ppn {ppn})")
     _p_axis(b1, procs[0] / 1.2, procs[-1] * 1.2)
-    b1.set_yscale("log")
-    _time_axis(b1)
-    b1.set_title(f"Fig. 10: one 8-byte value against P (ppn {ppn})", fontsize=8.5)
-    _ordered_legend(b1)
     Pmax = procs[-1]
     col = node_aware_map(pp.maxrate, ppn, [Pmax], sizes)
-    for a in ("smp", "nap", "rd"):
-        b2.plot(sizes, col[a][:, 0] * 1e6, ls=dashes[a], marker=marks[a], ms=3,
-                mfc="none" if a == "rd" else NA_COLORS[a], color=NA_COLORS[a], label=NA_LABELS[a])
-    _size_axis(b2, sizes[0] / 1.3, sizes[-1] * 1.3, axis="x")
-    b2.set_yscale("log")
-    _time_axis(b2)
-    b2.set_title(f"Fig. 11: against size at P = {Pmax:,} ({Pmax // ppn:,} nodes × {ppn})",
-                 fontsize=8.5)
-    _ordered_legend(b2)
+    _model_panel(b2, "size", sizes, {a: col[a][:, 0] for a in NA_LABELS},
+                 f"Fig. 11: against size at P = {Pmax:,} ({Pmax // ppn:,} nodes × {ppn})")
     fig.suptitle(f"RD vs SMP vs NAP projected to P = {max_procs:,} (Bienz et al., Figs. 10-11 "
                  "extended; max-rate model only, no contention)\n"
                  + textwrap.fill("max-rate parameters: " + pp.maxrate_source, 150), fontsize=9.5)
