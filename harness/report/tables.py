@@ -189,10 +189,10 @@ def tex_escape(text: str, symbols: dict[str, str] | None = None) -> str:
 # ------------------------------------------------------------------------ writing tables
 #
 # Every report writes its tables through ``write_table``: ``.md``, ``.tex`` (booktabs),
-# ``.csv`` and ``.html``. A row is a list of cells, a cell a string (or any value, shown with ``str``) or a
-# dict: ``text``; ``tex``, the LaTeX text when it differs from the Markdown (before escaping);
-# flags ``bold``, ``dagger`` (a †), ``interval`` (LaTeX: small, in brackets) and ``numeric``
-# (HTML: right-aligned).
+# ``.csv`` and ``.html``. A row is a list of cells, a cell a string (or any value, shown with
+# ``str``) or a dict: ``text``; ``tex``, the LaTeX text when it differs from the Markdown
+# (before escaping); flags ``bold``, ``dagger`` (a †), ``interval`` (LaTeX: small, in
+# brackets) and ``numeric`` (HTML: right-aligned).
 
 
 class Rule(str):
@@ -316,38 +316,31 @@ def claims_nothing(row) -> bool:
     return False
 
 
-def _html_rows(rows, n: int, align: str | None) -> list[str]:
+def _html_table(header, rows, align) -> str:
+    n = len(header)
     spec = _spec(align, n) if align else "l" * n
-    out = []
+    out = ["<table><thead><tr>" + "".join(f"<th>{html.escape(_text(h))}</th>" for h in header)
+           + "</tr></thead><tbody>"]
     for row in rows:
         if isinstance(row, Section):
-            out.append(f'<tr class="section"><td colspan="{n}"><i>{html.escape(row)}</i></td></tr>')
+            out.append(f'<tr><td colspan="{n}"><i>{html.escape(row)}</i></td></tr>')
             continue
         tds = []
-        for i, cell in enumerate(row):
-            c = cell if isinstance(cell, dict) else {"text": cell}
+        for c, a in zip((c if isinstance(c, dict) else {"text": c} for c in row),
+                        spec.ljust(len(row), "l")):
             t = html.escape(str(c["text"])) + (" †" if c.get("dagger") and str(c["text"]) else "")
             t = f"<b>{t}</b>" if c.get("bold") and t else t
-            num = c.get("numeric") or (i < len(spec) and spec[i] == "r")
-            tds.append(f'<td class="num">{t}</td>' if num else f"<td>{t}</td>")
+            tds.append(f'<td class="num">{t}</td>' if c.get("numeric") or a == "r" else f"<td>{t}</td>")
         out.append("<tr>" + "".join(tds) + "</tr>")
-    return out
-
-
-def _html_table(header, rows, align) -> str:
-    head = "".join(f"<th>{html.escape(_text(h))}</th>" for h in header)
-    body = "\n".join(_html_rows(rows, len(header), align))
-    return f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>"
+    return "\n".join(out + ["</tbody></table>"])
 
 
 def _html(b: Block, align) -> str:
     """One block as HTML: the rows that claim something, then the others folded."""
     said, quiet, section = [], [], None
     for row in b.rows:
-        if isinstance(row, Rule):
-            continue
-        if isinstance(row, Section):
-            section = row
+        if isinstance(row, (Rule, Section)):
+            section = row if isinstance(row, Section) else section
             continue
         into = quiet if claims_nothing(row) else said
         if section is not None and section not in into:
