@@ -18,9 +18,9 @@ try:
 except ConfigError as exc:
     raise WorkflowError(f"invalid config: {exc}") from None
 if CAMPAIGN.cfg.tune.get("mode") == "adaptive":
-    raise WorkflowError(f"tune.mode is adaptive: run `harness tune {CAMPAIGN.cfg.campaign} "
-                        f"--adaptive --configfile <this config>`, which measures the cells in "
-                        f"rounds (docs/tuning.md), or set tune.mode: exhaustive")
+    raise WorkflowError(f"tune.mode is adaptive: run `harness tune adaptive "
+                        f"{CAMPAIGN.cfg.campaign} --configfile <this config>`, which measures "
+                        f"the cells in rounds (docs/tuning.md), or set tune.mode: exhaustive")
 
 RES = str(CAMPAIGN.store.dir)
 FIG = str(CAMPAIGN.figures)

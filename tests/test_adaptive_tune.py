@@ -1,4 +1,4 @@
-"""The adaptive tuning driver (harness/campaign/adaptive.py, `harness tune <c> --adaptive`).
+"""The adaptive tuning driver (harness/campaign/adaptive.py, `harness tune adaptive <c>`).
 
 The first tests run the driver's loop with the measurement replaced by a look-up in a model
 (pure Python): rounds, the budget, the stopping rule, the closing round, resume. The last one
@@ -211,7 +211,7 @@ def test_the_gaussian_process_can_drive_the_rounds_and_each_round_names_its_surr
 
     monkeypatch.setattr(adaptive, "Driver", Spy)
     from harness.cli import main
-    assert main(["tune", "ad", "--adaptive", "--budget", "30", "--batch", "6", "--trees", "20",
+    assert main(["tune", "adaptive", "ad", "--budget", "30", "--batch", "6", "--trees", "20",
                  "--configfile", str(path)]) == 0
     assert seen["surrogate"] == "gp"
     rounds = [json.loads(line) for line in
@@ -224,7 +224,7 @@ def test_the_gaussian_process_can_drive_the_rounds_and_each_round_names_its_surr
     # --surrogate wins over the config
     seen.clear()
     other = write(tmp_path, name="ad2", tune={"surrogate": "gp"})
-    main(["tune", "ad2", "--adaptive", "--budget", "6", "--batch", "6", "--trees", "10",
+    main(["tune", "adaptive", "ad2", "--budget", "6", "--batch", "6", "--trees", "10",
           "--surrogate", "forest", "--configfile", str(other)])
     assert seen["surrogate"] == "forest"
 
@@ -236,23 +236,22 @@ def test_bad_input_names_the_argument(tmp_path, results, capsys):
 
     def error(*argv):
         with pytest.raises(SystemExit, match=r"^2$") as exc:
-            main(["tune", "ad", "--adaptive", "--configfile", str(path), *argv])
+            main(["tune", "adaptive", "ad", "--configfile", str(path), *argv])
         assert exc.value.code == 2
         return capsys.readouterr().err.strip()
 
-    assert error().endswith("argument --budget: required with --adaptive: the cells per library "
-                            f"to measure at most, or their share such as 25% (or tune.budget in "
-                            f"{path})")
+    assert error().endswith("argument --budget: required: the cells per library to measure at "
+                            f"most, or their share such as 25% (or tune.budget in {path})")
     for bad in ("0", "0%", "120%", "x%", "many"):
         assert error("--budget", bad).endswith(
             "argument --budget: expected a number of cells (an integer >= 1) or a share of each "
             f"library's cells such as 25%, got {bad!r}")
-    assert "argument --adaptive: not allowed with --verify" in error("--budget", "3", "--verify")
+    assert "unrecognized arguments: --verify" in error("--budget", "3", "--verify")
     assert "argument --surrogate: invalid choice: 'tree'" in error("--budget", "3", "--surrogate",
                                                                     "tree")
     missing = tmp_path / "nope.yaml"
     with pytest.raises(SystemExit, match=r"^2$"):
-        main(["tune", "ad", "--adaptive", "--budget", "3", "--configfile", str(missing)])
+        main(["tune", "adaptive", "ad", "--budget", "3", "--configfile", str(missing)])
     assert f"argument --configfile: {missing}: no such config file" in capsys.readouterr().err
     adaptive_cfg = write(tmp_path, name="mode", tune={"mode": "adaptive", "budget": 4})
     out = subprocess.run(
@@ -260,7 +259,7 @@ def test_bad_input_names_the_argument(tmp_path, results, capsys):
          "--directory", str(tmp_path / "work"), "--configfile", str(adaptive_cfg), "-n"],
         env=env_for(tmp_path), capture_output=True, text=True, timeout=300, cwd=REPO)
     assert out.returncode != 0
-    assert "tune.mode is adaptive: run `harness tune mode --adaptive" in out.stdout + out.stderr
+    assert "tune.mode is adaptive: run `harness tune adaptive mode" in out.stdout + out.stderr
 
 
 def run_docs(root):
@@ -278,7 +277,7 @@ def test_adaptive_tuning_measures_in_rounds_resumes_after_an_interrupt_and_tunes
                  algorithms=["native:auto", "native:ring"])
     root = tmp_path / "results"
     rounds = root / "ad" / "adaptive" / "rounds.jsonl"
-    cmd = HARNESS + ["tune", "ad", "--adaptive", "--budget", "8", "--batch", "3",
+    cmd = HARNESS + ["tune", "adaptive", "ad", "--budget", "8", "--batch", "3",
                      "--trees", "20", "--configfile", str(path)]
     log_path = tmp_path / "first.log"
     with open(log_path, "w") as log_fh:

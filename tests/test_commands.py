@@ -1,5 +1,5 @@
 """The commands and `harness run` options no other test drives: `harness algorithms`,
-`doctor`, `install`, `dnn compute`, `tune --verify`, `retry --dry-run`, and `harness run
+`doctor`, `install`, `dnn compute`, `tune verify`, `retry --dry-run`, and `harness run
 --sync`, `--metric`, `--base-compute`, `--max-volume`, `--seed`, each shown by its effect on
 what the run records. In-process (`harness.cli.main`) where no MPI runs, a subprocess where
 it does (P=2, fast stopping)."""
@@ -225,7 +225,7 @@ def test_tune_verify_measures_auto_against_the_tuned_library(tmp_path):
                               "algorithms": ["native:auto", "native:ring",
                                              "native:recursive_doubling"]}}}))
     env = {**os.environ, "HARNESS_RESULTS": str(res), "HARNESS_FIGURES": str(tmp_path / "fig")}
-    out = subprocess.run(HARNESS + ["tune", "t", "--configfile", str(cfg), "--verify"],
+    out = subprocess.run(HARNESS + ["tune", "verify", "t", "--configfile", str(cfg)],
                          env=env, cwd=REPO, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     ver = json.loads((res / "t" / "tuning" / "verify-mpich.json").read_text())

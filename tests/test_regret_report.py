@@ -1,4 +1,4 @@
-"""``harness tune <c> --regret`` (harness/report/regret.py, harness/cli/tune.py) on the synthetic
+"""``harness tune regret <c>`` (harness/report/regret.py, harness/cli/tune.py) on the synthetic
 exhaustive campaign of tests/test_regret.py, cut down (3 P x 8 sizes x 4 algorithms for MPICH,
 a smaller Intel MPI copy with autotuner cells) and replayed with a small forest: pure Python,
 no MPI."""
@@ -54,7 +54,7 @@ def test_regret_writes_the_table_the_curves_the_generalisation_and_a_figure_per_
     summary = small_summary()
     summary["shared_cpu"] = [k in (3, 40, 41) for k in range(len(summary))]
     store(results, summary)
-    assert main(["tune", "truth", "--regret", "--seeds", "2", "--batch", "12",
+    assert main(["tune", "regret", "truth", "--seeds", "2", "--batch", "12",
                  "--trees", str(TREES)]) == 0
     out = capsys.readouterr().out
     assert f"truth: 3 of {len(summary)} cells ran with two ranks on one CPU" in out
@@ -110,7 +110,7 @@ def test_judge_times_every_choice_in_another_campaign(roots, capsys):
     other = small_summary()
     other["mean"] = other["mean"] * np.exp(0.2 * np.random.default_rng(5).standard_normal(len(other)))
     store(results, other, "again")
-    assert main(["tune", "truth", "--regret", "--judge", "again", "--seeds", "2", "--batch",
+    assert main(["tune", "regret", "truth", "--judge", "again", "--seeds", "2", "--batch",
                  "12", "--trees", str(TREES)]) == 0
     out = capsys.readouterr().out
     tables = results / "truth" / "tables"
@@ -139,7 +139,7 @@ def test_judge_times_every_choice_in_another_campaign(roots, capsys):
     for argv, says in ((["--judge", "truth"], "argument --judge: got 'truth', the campaign itself"),
                        (["--judge", "nope"], "argument --judge: campaign 'nope' has no results")):
         with pytest.raises(SystemExit, match=r"^2$"):
-            main(["tune", "truth", "--regret", *argv])
+            main(["tune", "regret", "truth", *argv])
         assert says in capsys.readouterr().err
 
 
@@ -152,7 +152,7 @@ def test_several_judges_are_pooled(roots, capsys):
         other["mean"] = other["mean"] * np.exp(0.2 * np.random.default_rng(k).standard_normal(len(other)))
         store(results, other, name)
         others.append(other)
-    assert main(["tune", "truth", "--regret", "--judge", "again", "--judge", "later", "--seeds",
+    assert main(["tune", "regret", "truth", "--judge", "again", "--judge", "later", "--seeds",
                  "1", "--batch", "48", "--trees", str(TREES), "--surrogate", "gp"]) == 0
     judged = pd.read_csv(results / "truth" / "tables" / "regret_judged.csv")
     assert (judged["judge"] == "again+later").all()
@@ -204,25 +204,28 @@ def test_bad_input_names_the_argument_the_value_and_what_was_expected(roots, cap
         assert exc.value.code == 2
         return capsys.readouterr().err.strip()
 
-    err = error("nope", "--regret")
-    assert err.startswith("harness tune: error: argument campaign: campaign 'nope' has no "
+    err = error("regret", "nope")
+    assert err.startswith("harness tune regret: error: argument campaign: campaign 'nope' has no "
                           "results") and "campaigns with results: other" in err
     one = small_summary()
     one = one[(one["library"] == "mpich") & (one["algorithm"] == "native:ring")]
     store(results, one, "single")
-    assert error("single", "--regret") == (
-        "harness tune: error: argument campaign: single: library: 'mpich' has 1 timed native "
-        "algorithm(s) in the summary, expected at least 2 to choose between")
+    assert error("regret", "single") == (
+        "harness tune regret: error: argument campaign: single: library: 'mpich' has 1 timed "
+        "native algorithm(s) in the summary, expected at least 2 to choose between")
     store(results, one.assign(status="failed"), "failed")
-    assert "no library has timed native:* cells" in error("failed", "--regret")
-    assert error("other", "--regret", "--seeds", "0").endswith(
+    assert "no library has timed native:* cells" in error("regret", "failed")
+    assert error("regret", "other", "--seeds", "0").endswith(
         "argument --seeds: expected an integer >= 1, got 0")
-    assert error("other", "--regret", "--batch", "x").endswith(
+    assert error("regret", "other", "--batch", "x").endswith(
         "argument --batch: expected an integer, got 'x'")
-    assert "argument --regret: not allowed with --verify" in error("other", "--regret",
-                                                                     "--verify")
-    assert "argument --regret: not allowed with --adaptive" in error("other", "--regret",
-                                                                       "--adaptive")
+    assert "unrecognized arguments: --verify" in error("regret", "other", "--verify")
+    # the flags that chose a command before each had its own name it
+    for flag, command in (("--regret", "regret CAMPAIGN"), ("--verify", "verify CAMPAIGN"),
+                          ("--adaptive", "adaptive CAMPAIGN"), ("--compare", "compare CAMPAIGN TRUTH")):
+        assert error("other", flag) == (
+            f"harness tune files: error: argument {flag}: replaced by the command `harness tune "
+            f"{command}` (harness tune {command.split()[0]} --help)")
 
 
 def test_the_stopping_point_is_where_the_rule_held_two_batches_in_a_row():
@@ -249,7 +252,7 @@ def test_compare_sets_two_tunings_side_by_side_at_the_truths_points(roots, capsy
         (results / campaign / "tuning").mkdir(parents=True, exist_ok=True)
         (results / campaign / "tuning" / "mpich.json").write_text(
             json.dumps({"table": tab.to_dict()}))
-    assert main(["tune", "ad", "--compare", "truth"]) == 0
+    assert main(["tune", "compare", "ad", "truth"]) == 0
     out = capsys.readouterr().out
     got = pd.read_csv(results / "ad" / "tables" / "tuning_vs_truth.csv")
     assert list(got.columns) == tuning_compare.COMPARE_COLUMNS and len(got) == 24  # the truth's points
@@ -261,8 +264,8 @@ def test_compare_sets_two_tunings_side_by_side_at_the_truths_points(roots, capsy
     assert (got.loc[got["procs"] != 2, ["exhaustive", "other"]] == "native:auto").all().all()
     assert f"mpich: the same algorithm at {int(got['same'].sum())} of 24 points" in out
     with pytest.raises(SystemExit, match=r"^2$"):
-        main(["tune", "truth", "--compare", "nope"])
-    assert "argument --compare: campaign 'nope' has no results" in capsys.readouterr().err
+        main(["tune", "compare", "truth", "nope"])
+    assert "argument truth: campaign 'nope' has no results" in capsys.readouterr().err
 
 
 def test_campaign_noise_is_how_far_apart_two_campaigns_time_the_same_cells():
@@ -309,7 +312,7 @@ def test_a_truth_pooled_from_several_campaigns(roots, capsys):
         other["mean"] = other["mean"] * np.exp(0.3 * np.random.default_rng(10 + k).standard_normal(len(other)))
         store(results, other, name)
         noisy[name] = other
-    assert main(["tune", "truth", "--regret", "--pool", "again", "--judge", "later", "--seeds",
+    assert main(["tune", "regret", "truth", "--pool", "again", "--judge", "later", "--seeds",
                  "1", "--batch", "48", "--trees", str(TREES)]) == 0
     tables = results / "truth" / "tables"
     assert "Truth: truth+again, pooled" in (tables / "regret.md").read_text()
@@ -324,5 +327,5 @@ def test_a_truth_pooled_from_several_campaigns(roots, capsys):
                        (["--pool", "later", "--judge", "later"], "got 'later', also a judge"),
                        (["--pool", "nope"], "argument --pool: campaign 'nope' has no results")):
         with pytest.raises(SystemExit, match=r"^2$"):
-            main(["tune", "truth", "--regret", *argv])
+            main(["tune", "regret", "truth", *argv])
         assert says in capsys.readouterr().err

@@ -113,7 +113,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, monkeypatch, case, message):
                             row("ring", 8, 1e-6, 1e-8, status="not-converged")]}[case]
     root = summary(tmp_path / "results", rows)
     monkeypatch.setenv("HARNESS_RESULTS", str(root))
-    out = harness("tune", "t")
+    out = harness("tune", "files", "t")
     assert out.returncode == 2 and message in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
     assert not (root / "t" / "tuning").exists()
@@ -122,7 +122,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, monkeypatch, case, message):
 def test_unknown_campaign_lists_the_campaigns_there(tmp_path, monkeypatch):
     root = summary(tmp_path / "results", four_sizes(), campaign="mine")
     monkeypatch.setenv("HARNESS_RESULTS", str(root))
-    out = harness("tune", "nope")
+    out = harness("tune", "nope")  # short for `harness tune files nope`
     assert out.returncode == 2 and "campaigns with results: mine" in out.stderr, out.stderr
 
 

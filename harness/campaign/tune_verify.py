@@ -1,4 +1,4 @@
-"""Verification of a campaign's tuning (``harness tune --verify``, rule ``verify_tuned``).
+"""Verification of a campaign's tuning (``harness tune verify``, rule ``verify_tuned``).
 
 Per library, fresh launches measure AUTO (``native:auto``) against ``native:tuned`` (the
 library following the campaign's tuning file), interleaved, at every measured (P, size) and
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -126,102 +127,156 @@ def run_library(campaign, library: str, out: Path, log=print) -> dict:
     return doc
 
 
-def _verify(campaign, library: str, base: int, log) -> dict:
-    cfg = campaign.cfg
-    tdir = campaign.store.dir / "tuning"
-    tdoc = json.loads((tdir / f"{library}.json").read_text())
-    table = Table.from_dict(tdoc["table"])
-    decisions = pd.read_csv(tdir / "decisions.csv")
-    decisions = decisions[decisions.library == library]
-    cond = tdoc["condition"]
-    itemsize = int(np.dtype(cond["dtype"]).itemsize)
-    pts = points(decisions, itemsize)
-    if cfg.tune.get("procs"):
-        pts = [e for e in pts if e["procs"] in set(cfg.tune["procs"])]
-    lib = plan.library_for(cfg, library)
-    autotuner = AUTOTUNER in lib.selector_names()
-    rounds = int(cfg.tune["rounds"])
-    store = results.CampaignStore(tdir, "verify")
-    settings = {**campaign.settings(), "time_budget": cfg.confirm["time_budget"]}
-    tuned_params = (("tuning", campaign.cfg.campaign),)
-    nodes = int(cond.get("nodes") or 1)
+@dataclass(frozen=True)
+class _Pass:
+    """One verification pass of ``library``'s tuning: the points, the installation, the
+    settings of its launches and the tuning they follow (``tag``)."""
 
-    def cell(alg, p, size):
-        return cells.Cell(library, alg, p, size, cond["dtype"], cond["op"], "none", 0.0, 1, nodes,
-                         tuned_params if alg == TUNED else (), "single", cond["timing"])
+    campaign: object  # harness.campaign.workflow.Campaign
+    library: str
+    tdoc: dict  # tuning/<library>.json
+    points: list
+    lib: object  # the installation
+    settings: dict
 
-    launches, index = [], base
-    tag = f"{cfg.campaign}@{tdoc.get('digest', '')}"
-    for p in sorted({e["procs"] for e in pts}):
-        here = [e for e in pts if e["procs"] == p]
-        bests = sorted({e["best"] for e in here if e["best"]})
-        for alg in schedule(bests, autotuner, rounds):
-            mine = [e for e in here if alg in (AUTO, TUNED, AUTOTUNER) or e["best"] == alg]
-            run_settings = settings
-            if alg == AUTOTUNER:  # the autotuner tries its candidates during the warm-up
-                run_settings = {**settings, "warmup": max(int(settings.get("warmup", 0)),
-                                                          int(cfg.tune["autotuner_warmup"]))}
-            env = dict(plan.launch_env(lib, alg, tuned_params if alg == TUNED else ()))
-            env["HARNESS_TUNING"] = tag  # every launch of the pass: a new table, new launches
-            launches.append((run_settings, cells.Run(
-                library=library, env=tuple(sorted(env.items())),
-                procs=p, nodes=nodes, cells=tuple(cell(alg, p, e["size"]) for e in mine),
-                thread_level="single", launch=index)))
-            index += 1
-    means: dict[tuple, list] = {}
-    medians: dict[tuple, list] = {}
-    crowded: dict[int, bool] = {}
-    for (run_settings, run) in launches:
-        doc = next(launch_in_order(store, lib, [run], run_settings, cfg,
-                                   f"verify {library} P={run.procs}", log))
-        crowded[run.procs] = crowded.get(run.procs, False) or bool(
+    @classmethod
+    def of(cls, campaign, library: str) -> _Pass:
+        cfg, tdir = campaign.cfg, campaign.store.dir / "tuning"
+        tdoc = json.loads((tdir / f"{library}.json").read_text())
+        decisions = pd.read_csv(tdir / "decisions.csv")
+        pts = points(decisions[decisions.library == library],
+                     int(np.dtype(tdoc["condition"]["dtype"]).itemsize))
+        if cfg.tune.get("procs"):
+            pts = [e for e in pts if e["procs"] in set(cfg.tune["procs"])]
+        return cls(campaign, library, tdoc, pts, plan.library_for(cfg, library),
+                   {**campaign.settings(), "time_budget": cfg.confirm["time_budget"]})
+
+    @property
+    def cond(self) -> dict:
+        return self.tdoc["condition"]
+
+    @property
+    def autotuner(self) -> bool:
+        return AUTOTUNER in self.lib.selector_names()
+
+    @property
+    def rounds(self) -> int:
+        return int(self.campaign.cfg.tune["rounds"])
+
+    @property
+    def tuned_params(self) -> tuple:
+        return (("tuning", self.campaign.cfg.campaign),)
+
+    @property
+    def nodes(self) -> int:
+        return int(self.cond.get("nodes") or 1)
+
+    def cell(self, alg: str, p: int, size: int) -> cells.Cell:
+        return cells.Cell(self.library, alg, p, size, self.cond["dtype"], self.cond["op"], "none",
+                          0.0, 1, self.nodes, self.tuned_params if alg == TUNED else (),
+                          "single", self.cond["timing"])
+
+    def launches(self, base: int) -> list[tuple[dict, cells.Run]]:
+        """(settings, run) of every launch, in order: per P, ``schedule``'s algorithms, each
+        at its points; launch indices from ``base``."""
+        out, index = [], base
+        tag = f"{self.campaign.cfg.campaign}@{self.tdoc.get('digest', '')}"
+        for p in sorted({e["procs"] for e in self.points}):
+            here = [e for e in self.points if e["procs"] == p]
+            bests = sorted({e["best"] for e in here if e["best"]})
+            for alg in schedule(bests, self.autotuner, self.rounds):
+                mine = [e for e in here if alg in (AUTO, TUNED, AUTOTUNER) or e["best"] == alg]
+                env = dict(plan.launch_env(self.lib, alg, self.tuned_params if alg == TUNED else ()))
+                env["HARNESS_TUNING"] = tag  # every launch of the pass: a new table, new launches
+                out.append((self._settings(alg), cells.Run(
+                    library=self.library, env=tuple(sorted(env.items())), procs=p,
+                    nodes=self.nodes, cells=tuple(self.cell(alg, p, e["size"]) for e in mine),
+                    thread_level="single", launch=index)))
+                index += 1
+        return out
+
+    def _settings(self, alg: str) -> dict:
+        if alg != AUTOTUNER:
+            return self.settings
+        # the autotuner tries its candidates during the warm-up
+        warmup = max(int(self.settings.get("warmup", 0)),
+                     int(self.campaign.cfg.tune["autotuner_warmup"]))
+        return {**self.settings, "warmup": warmup}
+
+
+@dataclass
+class _Measured:
+    """Per (algorithm, P, size) the launch means and medians (NaN where a launch gave
+    none), and per P whether a launch was oversubscribed."""
+
+    means: dict = field(default_factory=dict)
+    medians: dict = field(default_factory=dict)
+    crowded: dict = field(default_factory=dict)
+
+    def add(self, doc: dict, procs: int) -> None:
+        self.crowded[procs] = self.crowded.get(procs, False) or bool(
             results.oversubscribed(doc.get("provenance") or {}))
         for c in doc["cells"]:
             st = c.get("stats") or {}
             ok = c["status"] in USABLE and st.get("mean")
             key = (c["cell"]["algorithm"], int(c["cell"]["procs"]), int(c["cell"]["size"]))
-            means.setdefault(key, []).append(float(st["mean"]) if ok else math.nan)
-            medians.setdefault(key, []).append(float(st.get("median") or math.nan) if ok
-                                               else math.nan)
+            self.means.setdefault(key, []).append(float(st["mean"]) if ok else math.nan)
+            self.medians.setdefault(key, []).append(float(st.get("median") or math.nan) if ok
+                                                    else math.nan)
+
+
+def _verify(campaign, library: str, base: int, log) -> dict:
+    """One pass: every launch of ``_Pass.launches``, then an entry per point."""
+    cfg, one = campaign.cfg, _Pass.of(campaign, library)
+    store = results.CampaignStore(campaign.store.dir / "tuning", "verify")
+    launches, measured = one.launches(base), _Measured()
+    for run_settings, run in launches:
+        measured.add(next(launch_in_order(store, one.lib, [run], run_settings, cfg,
+                                          f"verify {library} P={run.procs}", log)), run.procs)
+    table = Table.from_dict(one.tdoc["table"])
     conf = float(cfg.stopping["confidence"])
-    entries = []
-    for e in pts:
-        p, s = e["procs"], e["size"]
-        a, t = means.get((AUTO, p, s), []), means.get((TUNED, p, s), [])
-        g, lo, hi, n = _ratio(a, t, conf)
-        chosen = table.lookup(p, s)
-        entry = {**e, "expected": chosen or "auto", "auto_means": a, "tuned_means": t,
-                 "auto_mean": _mean(a), "tuned_mean": _mean(t), "gain": g, "gain_ci_low": lo,
-                 "gain_ci_high": hi, "pairs": n, "oversubscribed": crowded.get(p, False),
-                 "verdict_test": VERDICT_TEST}
-        # beside it, no assumption on the distribution: the paired launch medians
-        ranked = paired.compare(medians.get((AUTO, p, s), []), medians.get((TUNED, p, s), []),
-                                names=("AUTO", "tuned"))
-        entry.update(median_gain=ranked["ratio"], wilcoxon_p=ranked["p"],
-                     rank_biserial=ranked["rank_biserial"], smallest_p=ranked["smallest_p"],
-                     nonparametric=ranked["verdict"], nonparametric_test=ranked["test"])
-        if e["best"]:
-            b = means.get((e["best"], p, s), [])
-            r, rlo, rhi, _ = _ratio(t, b, conf)
-            entry.update(best_means=b, best_mean=_mean(b), vs_best=r, vs_best_ci_low=rlo,
-                         vs_best_ci_high=rhi)
-        elif not e["held_out"]:  # AUTO is BEST there
-            entry.update(best="native:auto", best_mean=entry["auto_mean"],
-                         vs_best=1 / g if g else math.nan,
-                         vs_best_ci_low=1 / hi if hi else math.nan,
-                         vs_best_ci_high=1 / lo if lo else math.nan)
-        if autotuner:
-            u = means.get((AUTOTUNER, p, s), [])
-            r, rlo, rhi, _ = _ratio(u, t, conf)
-            entry.update(autotuner_means=u, autotuner_mean=_mean(u), vs_autotuner=r,
-                         vs_autotuner_ci_low=rlo, vs_autotuner_ci_high=rhi)
-        entry["verdict"] = ("oversubscribed" if entry["oversubscribed"] else
-                            "no data" if n == 0 else
-                            "tuned faster" if lo > 1 else "AUTO faster" if hi < 1 else "tie")
-        entries.append(entry)
-    return {"campaign": cfg.campaign, "library": library, "condition": cond,
-            "table": tdoc["table"], "rounds": rounds, "launches": len(launches),
+    entries = [_entry(e, table.lookup(e["procs"], e["size"]), measured, one.autotuner, conf)
+               for e in one.points]
+    return {"campaign": cfg.campaign, "library": library, "condition": one.cond,
+            "table": one.tdoc["table"], "rounds": one.rounds, "launches": len(launches),
             "finished": results.now(), "entries": entries}
+
+
+def _entry(e: dict, chosen, measured: _Measured, autotuner: bool, conf: float) -> dict:
+    """The verdict at point ``e`` (``chosen``: what the table runs there, None for AUTO)."""
+    p, s = e["procs"], e["size"]
+    means = measured.means
+    a, t = means.get((AUTO, p, s), []), means.get((TUNED, p, s), [])
+    g, lo, hi, n = _ratio(a, t, conf)
+    entry = {**e, "expected": chosen or "auto", "auto_means": a, "tuned_means": t,
+             "auto_mean": _mean(a), "tuned_mean": _mean(t), "gain": g, "gain_ci_low": lo,
+             "gain_ci_high": hi, "pairs": n, "oversubscribed": measured.crowded.get(p, False),
+             "verdict_test": VERDICT_TEST}
+    # beside it, no assumption on the distribution: the paired launch medians
+    ranked = paired.compare(measured.medians.get((AUTO, p, s), []),
+                            measured.medians.get((TUNED, p, s), []), names=("AUTO", "tuned"))
+    entry.update(median_gain=ranked["ratio"], wilcoxon_p=ranked["p"],
+                 rank_biserial=ranked["rank_biserial"], smallest_p=ranked["smallest_p"],
+                 nonparametric=ranked["verdict"], nonparametric_test=ranked["test"])
+    if e["best"]:
+        b = means.get((e["best"], p, s), [])
+        r, rlo, rhi, _ = _ratio(t, b, conf)
+        entry.update(best_means=b, best_mean=_mean(b), vs_best=r, vs_best_ci_low=rlo,
+                     vs_best_ci_high=rhi)
+    elif not e["held_out"]:  # AUTO is BEST there
+        entry.update(best="native:auto", best_mean=entry["auto_mean"],
+                     vs_best=1 / g if g else math.nan,
+                     vs_best_ci_low=1 / hi if hi else math.nan,
+                     vs_best_ci_high=1 / lo if lo else math.nan)
+    if autotuner:
+        u = means.get((AUTOTUNER, p, s), [])
+        r, rlo, rhi, _ = _ratio(u, t, conf)
+        entry.update(autotuner_means=u, autotuner_mean=_mean(u), vs_autotuner=r,
+                     vs_autotuner_ci_low=rlo, vs_autotuner_ci_high=rhi)
+    entry["verdict"] = ("oversubscribed" if entry["oversubscribed"] else
+                        "no data" if n == 0 else
+                        "tuned faster" if lo > 1 else "AUTO faster" if hi < 1 else "tie")
+    return entry
 
 
 def _mean(xs: list[float]) -> float:

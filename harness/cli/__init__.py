@@ -5,10 +5,11 @@ Exit codes: 0 success; 1 a measurement came out ``wrong``, ``failed`` or ``timeo
 
 This module builds the top-level parser and dispatches; each command group adds its own
 subparsers next to its handlers (``register(sub)``): ``run.py`` (``run``, a campaign's cell
-with ``--cell``), ``campaign.py`` (``plan``, ``exec``), ``models.py`` (``model``, ``fit``),
-``store.py`` (``status``, ``check``, ``retry``), ``tune.py`` (``tune``), ``installation.py``
-(``algorithms``, ``install``, ``doctor``), ``dnn.py`` (``dnn``). Shared
-argument types and the campaign loading are ``args.py``.
+with ``--cell``; its options made a config by ``run_config.py``), ``campaign.py`` (``plan``,
+``exec``), ``models.py`` (``model``, ``fit``), ``store.py`` (``status``, ``check``,
+``retry``), ``tune.py`` (``tune`` and its commands ``files``, ``verify``, ``regret``,
+``adaptive``, ``compare``), ``installation.py`` (``algorithms``, ``install``, ``doctor``),
+``dnn.py`` (``dnn``). Shared argument types and the campaign loading are ``args.py``.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv[0] if argv else None)
+    if argv[:1] == ["tune"]:  # `harness tune CAMPAIGN`: `harness tune files CAMPAIGN`
+        argv = importlib.import_module(f"{__name__}.tune").shorthand(argv)
     # `harness retry <c> -- <snakemake arguments>`: what follows -- goes to snakemake
     passthrough = []
     if argv[:1] == ["retry"] and "--" in argv:
@@ -56,11 +59,21 @@ def main(argv=None) -> int:
         argv, passthrough = argv[:i], argv[i + 1:]
     args = parser.parse_args(argv)
     args.passthrough = passthrough
-    sub = parser._subparsers._group_actions[0].choices[args.command]  # for one-line errors
-    if args.command == "model":
-        sub = sub._subparsers._group_actions[0].choices[args.model]
     try:
-        return args.func(args, sub)
+        return args.func(args, _command_parser(parser, args))
     except KeyboardInterrupt:
         print("interrupted; rerun to resume", file=sys.stderr)
         return 130
+
+
+def _command_parser(parser, args) -> argparse.ArgumentParser:
+    """The parser of the command ``args`` hold (``harness model rd``: that of ``rd``), whose
+    ``error`` a command calls for its one-line errors."""
+    while True:
+        found = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not found:
+            return parser
+        chosen = getattr(args, found[0].dest, None)
+        if chosen is None:  # a command group run without one of its commands
+            return parser
+        parser = found[0].choices[chosen]
