@@ -32,8 +32,7 @@ from ..analysis.auto_vs_best import (  # noqa: F401  (offered to the reports)
     row_number,
     varying,
 )
-from ..analysis.best import SELECTING, TIMED, fastest, timed_mask  # noqa: F401  (read by the reports)
-from ..analysis.vocabulary import is_oversubscribed  # noqa: F401  (read by the reports)
+from ..analysis.vocabulary import timed_mask  # noqa: F401  (read by the reports)
 from ..fileio import atomic_write_text
 from ..units import format_size  # noqa: F401  (the reports' size labels)
 from . import style
