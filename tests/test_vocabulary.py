@@ -79,8 +79,11 @@ CONCEPTS = (
              "report/style.py": LABEL,
              "report/tables.py": LABEL}),
     Concept("a condition's default refilled", "results/summary.py: DEFAULTS",
-            re.compile(r"""fillna\(\s*["'](?:reuse|percall|single|none|float64|sum|mean)["']\s*\)"""),
-            {}),
+            re.compile(r"""fillna\(\s*["'](?:reuse|percall|single|none|float64|sum|mean)["']\s*\)"""
+                       r"""|["'](?:nodes|max_delay|late_rank|dtype|op|delay|metric|buffers|timing|"""
+                       r"""thread_level)["']\]\.fillna\("""),
+            {"results/auto_ran.py": "the store's layer: it builds the summary's auto_ran column "
+                                    "from the raw rows, before any reader types them"}),
     Concept("AUTO", "analysis/vocabulary.py: AUTO",
             re.compile(r"""^\s*AUTO\s*(?:,[^=\n]*)?=\s*["']native:auto["']"""),
             {"analysis/vocabulary.py": "the definition",
@@ -126,6 +129,11 @@ PLANTED = {
     "a condition's default refilled": 'd = d[d["timing"].fillna("percall") == "percall"]',
     "AUTO": 'AUTO = "native:auto"',
 }
+
+
+def test_a_numeric_default_refilled_is_found(tmp_path):
+    (tmp_path / "planted.py").write_text('n = d["nodes"].fillna(1)\n')
+    assert [f.split(": ")[1] for f in redefinitions(tmp_path)] == ["a condition's default refilled (defined in harness/results/summary.py"]
 
 
 @pytest.mark.parametrize("concept", sorted(PLANTED))
