@@ -83,13 +83,12 @@ def _bar_halfwidth(sizes) -> float:
     return min(0.45, 0.3 * gap)
 
 
-HARNESS_BEST_COLOR = "#7a0019"
 # the top panels: MiB/s of every timed algorithm, AUTO thick and black; the fastest harness
 # algorithm of each size dashed
 THROUGHPUT = facets.Spec(x="size", y="throughput", series="algorithm", label=style.long_label,
                          order=_algo_order, ylabel="Throughput (MiB/s)")
 HARNESS_BEST = facets.Spec(x="size", y="throughput", series="line", look=lambda _: facets.Look(
-    HARNESS_BEST_COLOR, "D", "--", lw=2.0, ms=4, zorder=8))
+    style.SERIES_COLORS["harness best"], "D", "--", lw=2.0, ms=4, zorder=8))
 
 
 def _throughput_panel(ax, d: pd.DataFrame, hb, yscale: str, strip: float) -> dict:

@@ -142,7 +142,7 @@ def long_label(name: str) -> str:
 SERIES_COLORS = {"adaptive": "#d62728", "random": "#1f77b4", "grid": "#2ca02c",
                  "socket": "#1f77b4", "node": "#2ca02c", "network": "#d62728",
                  "THEO": "#000000", "REAL": "#d62728", "OVL": "#1f77b4", "NOVL": "#2ca02c",
-                 "horovod": "#d62728", "ddp": "#1f77b4"}
+                 "horovod": "#d62728", "ddp": "#1f77b4", "harness best": "#7a0019"}
 
 
 def library_color(library: str) -> str:
