@@ -150,6 +150,7 @@ class Report:
 def _glob(stem: str) -> str:
     return stem.replace("{library}", "*").replace("{experiment}", "*")
 
+
 REPORTS = {r.name: r for r in (
     Report("auto_vs_best", "figures",
            "AUTO vs BEST table and per-library throughput figures (Castelló et al., Sec. 4.3, "
