@@ -197,6 +197,20 @@ def panel(ax, spec: Spec, rows: pd.DataFrame, factor: float = 1.0) -> dict[str, 
     return handles
 
 
+def curves(ax, spec: Spec, values, ys: dict, title: str = "") -> dict[str, object]:
+    """Lines without a CI (a model's): {series: y values (seconds on a time axis)} against
+    ``values`` of ``spec.x``, the legend in the panel."""
+    col = "mean" if spec.y == "time" else spec.y
+    rows = pd.concat([pd.DataFrame({spec.x: values, col: y, spec.series: k})
+                      for k, y in ys.items()])
+    factor, unit = time_unit(rows[col]) if spec.y == "time" else (1.0, "")
+    handles = panel(ax, spec, rows, factor)
+    ax.legend(list(handles.values()), list(handles))
+    ax.set_ylabel(y_label(spec, unit))
+    ax.set_title(title, fontsize=8.5)
+    return handles
+
+
 def plain_log(ax, axis: str = "y") -> None:
     """A log axis labelled 20, 50, 100 rather than 2×10¹ (minor labels over a short range)."""
     a = ax.yaxis if axis == "y" else ax.xaxis
@@ -354,6 +368,6 @@ def finish(fig, spec: Spec, handles: dict, path, ncols: int = 1) -> list[Path]:
     return style.save(fig, path)
 
 
-__all__ = ["Spec", "Look", "algorithm_look", "library_look", "sequential_look", "figure", "panel", "finish",
+__all__ = ["Spec", "Look", "algorithm_look", "library_look", "sequential_look", "figure", "curves", "panel", "finish",
            "layout", "points", "hollow_mask", "time_unit", "size_axis", "x_axis", "plain_log",
            "y_label", "blank"]

@@ -262,25 +262,19 @@ def model_figure(path, params=None, ppn: int = 16, procs: int = 32768) -> list[P
 
     style.setup()
     p = params or maxrate.MaxRateParams.defaults()
-    model = {"rd": "recursive_doubling", "smp": "smp", "nap": "nap"}
     fig = Figure(figsize=(7.0, 3.4), layout="constrained")
     ax1, ax2 = fig.subplots(1, 2)
     nodes = [2 ** k for k in range(0, int(math.log2(procs // ppn)) + 1)]
     sizes = [8 * 2 ** k for k in range(0, 18)]
-    for name, alg in model.items():
-        kw = dict(color=style.color(alg), marker=style.marker(alg), label=LABELS[alg])
-        ax1.plot([n * ppn for n in nodes], [maxrate.cost(name, n, ppn, 8, p).total * 1e6
-                                            for n in nodes], **kw)
-        ax2.plot(sizes, [maxrate.cost(name, procs // ppn, ppn, s, p).total * 1e6 for s in sizes],
-                 **kw)
-    facets.x_axis(ax1, "procs", [n * ppn for n in nodes])
-    ax1.set_ylabel("modelled time (µs)")
-    ax1.set_title(f"one double per process, ppn = {ppn}")
-    ax2.set_yscale("log")
-    facets.plain_log(ax2)
-    facets.size_axis(ax2, sizes)
-    ax2.set_title(f"P = {procs}, ppn = {ppn}")
-    ax1.legend(loc="best")
+    spec = facets.Spec(x="procs", series="algorithm", ci="none", ylog=False, label=LABELS.get,
+                       order=lambda a: [x for x in ALGORITHMS if x in a], ylabel="modelled time")
+    model = {"rd": "recursive_doubling", "smp": "smp", "nap": "nap"}
+    facets.curves(ax1, spec, [n * ppn for n in nodes], {
+        alg: [maxrate.cost(name, n, ppn, 8, p).total for n in nodes] for name, alg in model.items()},
+        f"one double per process, ppn = {ppn}")
+    facets.curves(ax2, dataclasses.replace(spec, x="size", ylog=True), sizes, {
+        alg: [maxrate.cost(name, procs // ppn, ppn, x, p).total for x in sizes]
+        for name, alg in model.items()}, f"P = {procs}, ppn = {ppn}")
     fig.suptitle("Max-rate model (Bienz et al., eqs. 4-6)\n"
                  + ", ".join(f"{k}={getattr(p, k):g}" for k in ("alpha_l", "beta_l", "alpha", "R_b",
                                                                  "R_N", "gamma")),

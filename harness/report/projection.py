@@ -325,16 +325,6 @@ MODEL_LINES = facets.Spec(x="procs", series="model", ci="none", look=_model_look
                           ylabel="modelled time")
 
 
-def _model_panel(ax, x: str, values, times: dict, title: str) -> None:
-    """Figs. 10-11: the three models' times against ``x`` (P or size)."""
-    rows = pd.concat([pd.DataFrame({x: values, "mean": t, "model": a}) for a, t in times.items()])
-    factor, unit = facets.time_unit(rows["mean"])
-    spec = MODEL_LINES if x == "procs" else dataclasses.replace(MODEL_LINES, x=x)
-    ax.legend(*zip(*((h, lab) for lab, h in facets.panel(ax, spec, rows, factor).items())))
-    ax.set_ylabel(facets.y_label(spec, unit))
-    ax.set_title(title, fontsize=8.5)
-
-
 def node_aware_figure(pp: ProjectionParams, regions: dict[int, Region], path, ppns,
                       max_procs=MAX_PROCS, sizes=SIZES) -> list[Path]:
     ppns = list(dict.fromkeys(int(p) for p in ppns))
@@ -371,13 +361,14 @@ def node_aware_figure(pp: ProjectionParams, regions: dict[int, Region], path, pp
     b1, b2 = bottom.subplots(1, 2)
     procs = procs_grid(max_procs, multiple_of=ppn, low=max(ppn, 2))
     line = node_aware_map(pp.maxrate, ppn, procs, [8])
-    _model_panel(b1, "procs", procs, {a: line[a][0] for a in NA_LABELS},
-                 f"Fig. 10: one 8-byte value against P (ppn {ppn})")
+    facets.curves(b1, MODEL_LINES, procs, {a: line[a][0] for a in NA_LABELS},
+                  f"Fig. 10: one 8-byte value against P (ppn {ppn})")
     _p_axis(b1, procs[0] / 1.2, procs[-1] * 1.2)
     Pmax = procs[-1]
     col = node_aware_map(pp.maxrate, ppn, [Pmax], sizes)
-    _model_panel(b2, "size", sizes, {a: col[a][:, 0] for a in NA_LABELS},
-                 f"Fig. 11: against size at P = {Pmax:,} ({Pmax // ppn:,} nodes × {ppn})")
+    facets.curves(b2, dataclasses.replace(MODEL_LINES, x="size"), sizes,
+                  {a: col[a][:, 0] for a in NA_LABELS},
+                  f"Fig. 11: against size at P = {Pmax:,} ({Pmax // ppn:,} nodes × {ppn})")
     fig.suptitle(f"RD vs SMP vs NAP projected to P = {max_procs:,} (Bienz et al., Figs. 10-11 "
                  "extended; max-rate model only, no contention)\n"
                  + textwrap.fill("max-rate parameters: " + pp.maxrate_source, 150), fontsize=9.5)
