@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
 from ..analysis.workload import KEYS, REFERENCE, normalised, rows, table  # noqa: F401
 from ..analysis.workload import images as _images
@@ -106,37 +107,51 @@ def _err(t: pd.DataFrame, who: str) -> np.ndarray:
     return np.nan_to_num(np.vstack([mid - lo, hi - mid]), nan=0.0).clip(min=0)
 
 
+AUTO_BEST = {" AUTO": ("auto", "//"), " BEST": ("best", "")}  # legend suffix: (who, hatch)
+
+
+def _library_bars(ax, d: pd.DataFrame, groups, columns: dict, ylabel: str, title: str,
+                  err=None) -> None:
+    """Each library's bars per workload, in its colour: ``columns`` {legend suffix: (column
+    prefix, hatch)}; ``err(rows, who)`` their error bars; the legend on the right."""
+    d = d.assign(g=[_label(r) for r in d.to_dict("records")])
+    series = []
+    for lib in sorted(d.library.unique(), key=style.library_sort_key):
+        x = d[d.library == lib].set_index("g").reindex(groups)
+        series += [(style.library_title(lib) + suffix, x[col].to_numpy(float),
+                    err(x.reset_index(), col) if err else None, style.library_color(lib), hatch)
+                   for suffix, (col, hatch) in columns.items()]
+    grouped_bars(ax, groups, series)
+    if not err:
+        ax.axhline(1.0, color="0.3", linewidth=0.8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
+
+
+def _grid(t: pd.DataFrame, columns: int, width: float):
+    style.setup()
+    fig = Figure(figsize=(columns * (width + 0.9 * t.groupby(["model", "fusion", "precision"])
+                                     .ngroups), 2.9 * t.procs.nunique()), layout="constrained")
+    return fig, fig.subplots(t.procs.nunique(), columns, squeeze=False)
+
+
 def figure_images(t: pd.DataFrame, base: Path) -> list[Path]:
     """Fig. 9: images/s of AUTO and BEST, a panel per P, the libraries side by side."""
-    from matplotlib.figure import Figure
-
     title = "Training iteration: images/s with AUTO and BEST (Castelló et al., Fig. 9 style)"
     if t.empty:
         return style.placeholder(base, title, "no workload cells with a time")
-    style.setup()
-    procs = sorted(t.procs.unique())
-    fig = Figure(figsize=(3.2 + 1.1 * t.groupby(["model", "fusion", "precision"]).ngroups,
-                          2.9 * len(procs)), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(len(procs), 1, squeeze=False)[:, 0])
-    for ax, p in zip(axes, procs):
+    fig, axes = _grid(t, 1, 3.2)
+    images = {k: (f"{who}_images", h) for k, (who, h) in AUTO_BEST.items()}
+    for (ax,), p in zip(axes, sorted(t.procs.unique())):
         d = t[t.procs == p]
-        groups = sorted({_label(r) for r in d.to_dict("records")})
-        series = []
-        for lib in sorted(d.library.unique(), key=style.library_sort_key):
-            x = d[d.library == lib].assign(g=lambda q: [_label(r) for r in q.to_dict("records")])
-            x = x.set_index("g").reindex(groups)
-            for who, hatch in (("auto", "//"), ("best", "")):
-                err = _err(x.reset_index(), who) if len(x) else None
-                series.append((f"{style.library_title(lib)} {who.upper()}",
-                               x[f"{who}_images"].to_numpy(float), err,
-                               style.library_color(lib), hatch))
-        grouped_bars(ax, groups, series)
         compute = sorted(d.iteration_compute.unique())
-        ax.set_ylabel("images/s (projected)")
-        ax.set_title(f"P = {p}, batch {', '.join(str(int(b)) for b in sorted(d.batch.unique()))}"
-                     f" per rank, compute {', '.join(_time(c) or '0' for c in compute)}"
-                     + (" (communication only)" if compute == [0.0] else ""))
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
+        _library_bars(ax, d, sorted({_label(r) for r in d.to_dict("records")}), images,
+                      "images/s (projected)",
+                      f"P = {p}, batch {', '.join(str(int(b)) for b in sorted(d.batch.unique()))}"
+                      f" per rank, compute {', '.join(_time(c) or '0' for c in compute)}"
+                      + (" (communication only)" if compute == [0.0] else ""),
+                      err=lambda x, col: _err(x, col.split("_")[0]))
     fig.suptitle(title)
     return style.save(fig, base)
 
@@ -144,43 +159,18 @@ def figure_images(t: pd.DataFrame, base: Path) -> list[Path]:
 def figure_normalised(t: pd.DataFrame, n: pd.DataFrame, base: Path) -> list[Path]:
     """Fig. 10: left, BEST over the library's own AUTO; right, AUTO and BEST of every
     library over the reference library's AUTO."""
-    from matplotlib.figure import Figure
-
     title = "Training iteration, normalised (Castelló et al., Fig. 10 style)"
     if t.empty or n.empty:
         return style.placeholder(base, title, "no workload cells with a time")
-    style.setup()
-    procs = sorted(t.procs.unique())
-    ngroups = t.groupby(["model", "fusion", "precision"]).ngroups
-    fig = Figure(figsize=(2 * (2.4 + 0.9 * ngroups), 2.9 * len(procs)), layout="constrained")
-    axes = fig.subplots(len(procs), 2, squeeze=False)
-    ref = n.reference.iloc[0]
-    for (left, right), p in zip(axes, procs):
-        d = t[t.procs == p].assign(g=lambda q: [_label(r) for r in q.to_dict("records")])
-        groups = sorted(d.g.unique())
-        series = []
-        for lib in sorted(d.library.unique(), key=style.library_sort_key):
-            x = d[d.library == lib].set_index("g").reindex(groups)
-            series.append((style.library_title(lib), (x.best_images / x.auto_images).to_numpy(float),
-                           None, style.library_color(lib), ""))
-        grouped_bars(left, groups, series)
-        left.axhline(1.0, color="0.3", linewidth=0.8)
-        left.set_ylabel("BEST / own AUTO (images/s)")
-        left.set_title(f"P = {p}: BEST over the library's AUTO")
-        left.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
-        q = n[n.procs == p].assign(g=lambda q: [_label(r) for r in q.to_dict("records")])
-        series = []
-        for lib in sorted(q.library.unique(), key=style.library_sort_key):
-            x = q[q.library == lib].set_index("g").reindex(groups)
-            for who, hatch in (("auto", "//"), ("best", "")):
-                series.append((f"{style.library_title(lib)} {who.upper()}",
-                               x[who].to_numpy(float), None,
-                               style.library_color(lib), hatch))
-        grouped_bars(right, groups, series)
-        right.axhline(1.0, color="0.3", linewidth=0.8)
-        right.set_ylabel(f"over {style.library_title(ref)} AUTO")
-        right.set_title(f"P = {p}: over {style.library_title(ref)} AUTO")
-        right.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
+    fig, axes = _grid(t, 2, 2.4)
+    ref = style.library_title(n.reference.iloc[0])
+    for (left, right), p in zip(axes, sorted(t.procs.unique())):
+        d = t[t.procs == p].assign(gain=lambda q: q.best_images / q.auto_images)
+        groups = sorted({_label(r) for r in d.to_dict("records")})
+        _library_bars(left, d, groups, {"": ("gain", "")}, "BEST / own AUTO (images/s)",
+                      f"P = {p}: BEST over the library's AUTO")
+        _library_bars(right, n[n.procs == p], groups, AUTO_BEST, f"over {ref} AUTO",
+                      f"P = {p}: over {ref} AUTO")
     fig.suptitle(title)
     return style.save(fig, base)
 
