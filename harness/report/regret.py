@@ -175,7 +175,7 @@ def figure(curves: pd.DataFrame, table: pd.DataFrame, library: str, path,
                     xycoords=("data", "axes fraction"))
         if autotuner and x == "machine_time" and autotuner["machine_time"] > 0:
             ax.plot(autotuner["machine_time"], max(autotuner["mean_regret"], FLOOR), marker="*",
-                    ms=11, ls="none", color="#9467bd", markeredgecolor="k", zorder=6,
+                    ms=11, ls="none", color=style.color(AUTOTUNER), markeredgecolor="k", zorder=6,
                     label=f"{AUTOTUNER_LABEL} ({autotuner['calls']} calls, "
                           f"{autotuner['points']} points)")
         ax.set_yscale("log")
@@ -184,7 +184,8 @@ def figure(curves: pd.DataFrame, table: pd.DataFrame, library: str, path,
     axes[0].set_ylabel(f"regret t(chosen)/t(BEST) - 1\n(0 drawn at {FLOOR:g})")
     axes[0].plot([], [], color="0.3", ls="--", lw=0.9, label="worst regret")
     axes[0].plot([], [], color="0.3", ls=":", lw=0.8, label="5 %")
-    axes[0].plot([], [], marker="v", ms=7, ls="none", color="#d62728", markeredgecolor="k",
+    axes[0].plot([], [], marker="v", ms=7, ls="none", color=POLICY_STYLE["adaptive"][0],
+                 markeredgecolor="k",
                  label="adaptive stopping rule fires")
     axes[0].legend(fontsize=7, loc="lower left")
     if autotuner:
