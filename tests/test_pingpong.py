@@ -190,7 +190,8 @@ def test_report_files_from_a_real_run(measured, tmp_path):
 
     written = pingpong.make(Inputs.of(measured["store"].summary, tmp_path / "t", tmp_path / "f"))
     assert {p.name for p in written} == {"pingpong.md", "pingpong.tex", "pingpong.csv",
-                                         "pingpong_fig4.png", "pingpong_fig4.pdf"}
+                                         "pingpong.html", "pingpong_fig4.png",
+                                         "pingpong_fig4.pdf"}
     assert all(p.stat().st_size > 0 for p in written)
     t = pd.read_csv(tmp_path / "t" / "pingpong.csv")
     pp = t[(t.benchmark == "pingpong") & (t.library == "openmpi") & (t["size"] == 64)].iloc[0]
