@@ -336,7 +336,7 @@ def figure(spec: Spec, data: pd.DataFrame, path, empty: str = "no data") -> list
     factor, unit = time_unit(data["mean"]) if spec.y == "time" else (1.0, "")
     fig, axes, rows, cols = layout(spec, data)
     handles: dict[str, object] = {}
-    for k, (ax, key, d) in enumerate(_panels(spec, data, axes, rows, cols)):
+    for ax, key, d in _panels(spec, data, axes, rows, cols):
         if not len(d):
             blank(ax, empty)
             continue
@@ -367,7 +367,3 @@ def finish(fig, spec: Spec, handles: dict, path, ncols: int = 1) -> list[Path]:
         fig.suptitle(spec.title)
     return style.save(fig, path)
 
-
-__all__ = ["Spec", "Look", "algorithm_look", "library_look", "sequential_look", "figure", "curves", "panel", "finish",
-           "layout", "points", "hollow_mask", "time_unit", "size_axis", "x_axis", "plain_log",
-           "y_label", "blank"]
