@@ -38,3 +38,20 @@ class TuneError(Exception):
 # raised by rerun.py
 class UnknownCell(ValueError):
     """A cell id that no campaign store holds."""
+
+
+# raised by simulate/ (loader.py, cell.py, smpi.py)
+class SimGridMissing(RuntimeError):
+    """SimGrid's Python module cannot be loaded; the message is one line."""
+
+
+class SimulationError(RuntimeError):
+    """The simulation did not finish: an algorithm raised, or the ranks deadlocked."""
+
+
+class SmpiMissing(RuntimeError):
+    """smpicc or smpirun is not on PATH; the message is one line."""
+
+
+class SmpiError(RuntimeError):
+    """smpirun failed or printed no times."""

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import SimulationError  # noqa: F401  (raised here)
 from .. import verify
 from ..algorithms import registry
 from ..fileio import read_json, write_json
@@ -33,10 +34,6 @@ from .comm import EAGER_LIMIT, SimComm, SimOp
 from .platform import Platform
 
 EXIT_MISSING = 3  # the child's status when SimGrid cannot be loaded
-
-
-class SimulationError(RuntimeError):
-    """The simulation did not finish: an algorithm raised, or the ranks deadlocked."""
 
 
 @dataclass

@@ -24,15 +24,13 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from ..errors import SimGridMissing  # noqa: F401  (raised here)
+
 VARIABLE = "HARNESS_SIMGRID_MODULE"
 DEBIAN_DIR = Path("/usr/lib/python3/dist-packages")
 INSTALL_HINT = ("install it: Debian/Ubuntu `apt-get install python3-simgrid libsimgrid-dev` "
                 "(.ci/simgrid.sh), elsewhere conda-forge's simgrid or a build from source "
                 "(docs/simulation.md)")
-
-
-class SimGridMissing(RuntimeError):
-    """SimGrid's Python module cannot be loaded; the message is one line."""
 
 
 def debian_module() -> Path:

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import paths
+from ..errors import SmpiError, SmpiMissing  # noqa: F401  (raised here)
 from ..fileio import atomic_write_text
 from .platform import Platform
 
@@ -99,14 +100,6 @@ int main(int argc, char **argv) {
   return 0;
 }
 """
-
-
-class SmpiMissing(RuntimeError):
-    """smpicc or smpirun is not on PATH; the message is one line."""
-
-
-class SmpiError(RuntimeError):
-    """smpirun failed or printed no times."""
 
 
 @dataclass
