@@ -28,7 +28,7 @@ def make(inputs) -> list[Path]:
     if t.empty:
         frame = pd.DataFrame(columns=["library", "procs", "size", "auto_ran"])
         written += tables.write_table(frame, base_t, TITLE, header=["Library", "P", "Size", "AUTO ran"],
-                                      rows=[], placeholder="no AUTO cell says what it ran")
+                                      rows=[], layout=tables.Layout(placeholder="no AUTO cell says what it ran"))
         return written + style.placeholder(base_f, TITLE, "no AUTO cell says what it ran")
     rows = []
     for r in t.itertuples(index=False):
@@ -47,10 +47,10 @@ def make(inputs) -> list[Path]:
     cols = ["library", "library_version", "procs", "size", "auto_ran", "auto_mean",
             "best_algorithm", "gain", "verdict", "oversubscribed"]
     written += tables.write_table(
-        t[cols], base_t, TITLE, header=header, rows=rows, align="lrrlrlr",
-        md_note="AUTO ran: the catalogue's name for the library functions one AUTO call ran "
+        t[cols], base_t, TITLE, header=header, rows=rows, layout=tables.Layout(
+        align="lrrlrlr", md_note="AUTO ran: the catalogue's name for the library functions one AUTO call ran "
                 "(harness whatran). Gain = AUTO time / BEST time; (tie): the 95% CIs overlap; "
-                "† not converged; ‡ oversubscribed, no claim.\n")
+                "† not converged; ‡ oversubscribed, no claim.\n"))
     written += _figure(t, base_f)
     return written
 

@@ -24,12 +24,12 @@ def make(inputs) -> list[Path]:
     header = ["Library", "P", "Nodes", "Algorithm", "Sizes", "Median time/bound", "Smallest",
               "Largest", "Below the bound", "Link"]
     return tables.write_table(
-        t, inputs.tables / "bound", TITLE, header=header, rows=rows, align="lrrlrrrrrl",
-        placeholder="no timed cell with a fitted ping-pong of its library",
+        t, inputs.tables / "bound", TITLE, header=header, rows=rows, layout=tables.Layout(
+        align="lrrlrrrrrl", placeholder="no timed cell with a fitted ping-pong of its library",
         md_note="time/bound: 1 would be optimal; the CSV gives every cell's bound (s) and ratio. "
                 "Link: the ping-pong level whose alpha and beta the bound uses (network across "
                 "nodes; node or socket for ranks sharing one). Below the bound: sizes whose time "
                 "is under it, where the fitted alpha or beta overstate what the link can do (a fit, "
                 "not a minimum: e.g. a ping-pong latency that carries more Python overhead than one "
                 "allreduce call, or a noisy fit); there the ratio is not a distance from the optimum. "
-                "‡ oversubscribed cells.\n")
+                "‡ oversubscribed cells.\n"))

@@ -99,7 +99,8 @@ def write_model_table(t: pd.DataFrame, base, doc: dict) -> list[Path]:
            "size/time) and the models THEO (Table 1), OVL (all overlapped: L + max(B, A)) and "
            f"NOVL (no overlap: 2L + 2B + A), with alpha, beta, gamma from the {srcs} fit "
            f"(gamma {doc['gamma']:.3g} s/B). ‡ oversubscribed.")
-    return tables.write_table(t, base, cap, header=header, rows=rows, bold_caption=True)
+    return tables.write_table(t, base, cap, header=header, rows=rows,
+                              layout=tables.Layout(bold_caption=True))
 
 
 def write_params_table(t: pd.DataFrame, base) -> list[Path]:
@@ -113,7 +114,8 @@ def write_params_table(t: pd.DataFrame, base) -> list[Path]:
     cap = ("Network parameters: Hockney alpha, beta from one-pair ping-pong (least squares "
            "weighted by 1/time), gamma from local reductions, beside Castelló et al.'s "
            "(gamma = 8e9 FP32 flop/s as 4 B per flop) and SUARA Table 4's.")
-    return tables.write_table(t, base, cap, header=header, rows=rows, bold_caption=True)
+    return tables.write_table(t, base, cap, header=header, rows=rows,
+                              layout=tables.Layout(bold_caption=True))
 
 
 # --------------------------------------------------------------------------- figures

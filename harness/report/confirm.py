@@ -154,8 +154,8 @@ def write_guidelines(df: pd.DataFrame, tables_dir) -> list[Path]:
     caption = GUIDELINES_CAPTION + (f" {len(shown)} violation(s) of the campaign measured again."
                                     if len(shown) else " The campaign showed no violation.")
     return tables.write_table(shown, Path(tables_dir) / "guidelines_confirmed", caption,
-                              header=header, rows=rows,
-                              placeholder="no guideline violation to measure again")
+                              header=header, rows=rows, layout=tables.Layout(
+                                  placeholder="no guideline violation to measure again"))
 
 
 def make(inputs) -> list[Path]:

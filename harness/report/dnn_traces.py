@@ -155,6 +155,7 @@ def make_fig7(models, tables_dir, figures_dir) -> list[Path]:
     df = model_table(models)
     header, rows = table_rows(df)
     written = tables.write_table(df, Path(tables_dir) / "dnn_models", CAPTION, header=header,
-                                 rows=rows, bold_caption=True, md_note=_sources_note(df))
+                                 rows=rows, layout=tables.Layout(bold_caption=True,
+                                                                md_note=_sources_note(df)))
     written += fig7(models, Path(figures_dir) / "dnn_fig7")
     return written

@@ -41,12 +41,12 @@ from matplotlib.lines import Line2D
 from ..analysis.vocabulary import oversubscribed_mask
 from ..units import format_size
 from . import style
+from .tables import time_unit
 
 # x columns with a fixed meaning: (label, factor to the unit drawn)
 X_AXES = {"size": ("message size per rank", 1.0), "procs": ("processes P", 1.0),
           "max_delay": ("max delay (ms)", 1e3)}
 HOLLOW_NOTE = "hollow: not converged, or more ranks than cores (no claim)"
-TIME_UNITS = ((1.0, "s"), (1e3, "ms"), (1e6, "µs"))
 
 
 @dataclass(frozen=True)
@@ -124,16 +124,6 @@ def hollow_mask(rows: pd.DataFrame) -> np.ndarray:
         flag = rows["oversubscribed"]
         mask |= (oversubscribed_mask(rows) if flag.dtype == bool else flag.eq(True)).to_numpy(bool)
     return mask
-
-
-def time_unit(seconds) -> tuple[float, str]:
-    """(factor, unit) that shows ``seconds`` (their largest) in s, ms or µs."""
-    v = np.asarray(seconds, dtype=float)
-    top = float(np.nanmax(v)) if v.size and np.isfinite(v).any() else 1.0
-    for factor, unit in TIME_UNITS:
-        if top * factor >= 1:
-            return factor, unit
-    return TIME_UNITS[-1]
 
 
 def points(spec: Spec, rows: pd.DataFrame, factor: float = 1.0):

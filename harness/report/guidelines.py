@@ -45,8 +45,8 @@ def write(t: pd.DataFrame, tables_dir) -> list[Path]:
     violations = int((t["verdict"] == "violation").sum())
     caption = CAPTION + (f" {violations} violation(s)." if len(t) else " No cell has both.")
     return tables.write_table(t, Path(tables_dir) / "guidelines", caption, header=header,
-                              rows=rows, align="lrrrlrrl",
-                              placeholder="no cell with AUTO and a mock-up")
+                              rows=rows, layout=tables.Layout(
+                                  align="lrrrlrrl", placeholder="no cell with AUTO and a mock-up"))
 
 
 def _line(line: str) -> tuple[str, int, str]:

@@ -146,9 +146,11 @@ def _header(first: str, delays) -> list:
 
 # a booktabs table per block, its columns the max delays; Table 3's bound symbols in LaTeX
 # also for pdfLaTeX
-LAYOUT = dict(placement="t", align="lr", span="Max delay (ms)", bold_caption=True, escape=False)
+LAYOUT = tables.Layout(placement="t", align="lr", span="Max delay (ms)", bold_caption=True,
+                       escape=False)
 SYMBOLS3 = {"Δ": r"$\Delta$", "δ": r"$\delta$", "−": "-"}
-EMPTY = {"blocks": [], "preamble": ("No PAP cells with a time.\n", "% no PAP cells with a time\n")}
+EMPTY = {"blocks": [], "layout": tables.Layout(
+    preamble=("No PAP cells with a time.\n", "% no PAP cells with a time\n"))}
 
 
 def _layout3(t3: pd.DataFrame) -> dict:
@@ -165,9 +167,9 @@ def _layout3(t3: pd.DataFrame) -> dict:
         blocks.append(tables.Block(_header("Algorithm", delays), rows, title,
                                    f"tab:pap-table3-{i + 1}",
                                    tables.tex_escape(f"{title}. {NOTE3}", SYMBOLS3)))
-    return dict(blocks=blocks, symbols=SYMBOLS3, **LAYOUT,
-                preamble=(f"# PAP Table 3: algorithms × max delay\n\n{NOTE3}\n\n",
-                          "% PAP Table 3 (needs \\usepackage{booktabs})\n\n"))
+    return dict(blocks=blocks, layout=LAYOUT.but(
+        symbols=SYMBOLS3, preamble=(f"# PAP Table 3: algorithms × max delay\n\n{NOTE3}\n\n",
+                                    "% PAP Table 3 (needs \\usepackage{booktabs})\n\n")))
 
 
 def _layout4(t4: pd.DataFrame) -> dict:
@@ -185,9 +187,9 @@ def _layout4(t4: pd.DataFrame) -> dict:
                 rows += [[size, *_cells(diff)], ["", *_cells(speed)]]
         blocks.append(tables.Block(_header("Size", delays), rows, title, f"tab:pap-table4-{i + 1}",
                                    tables.tex_escape(f"{title}. {NOTE4}")))
-    return dict(blocks=blocks, **LAYOUT,
-                preamble=(f"# PAP Table 4: size × max delay, vs the ring\n\n{NOTE4}\n\n",
-                          "% PAP Table 4 (needs \\usepackage{booktabs})\n\n"))
+    return dict(blocks=blocks, layout=LAYOUT.but(
+        preamble=(f"# PAP Table 4: size × max delay, vs the ring\n\n{NOTE4}\n\n",
+                  "% PAP Table 4 (needs \\usepackage{booktabs})\n\n")))
 
 
 def table3_markdown(t3: pd.DataFrame) -> str:

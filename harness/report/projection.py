@@ -407,7 +407,7 @@ def project(inputs, params_file=None, max_procs: int = MAX_PROCS, ppn: int = PPN
     df = projection_frame(pp, max_procs, int(ppn))
     cap = caption(pp, int(ppn))
     written += tables.write_table(df, tables_dir / "projection", cap, header=HEADER,
-                                  rows=table_rows(df), bold_caption=True)
+                                  rows=table_rows(df), layout=tables.Layout(bold_caption=True))
     return {"written": written, "table": df, "caption": cap, "params": pp, "fits": fits,
             "suara_region": region, "node_aware_regions": na_regions}
 

@@ -146,7 +146,8 @@ def make(inputs) -> list[Path]:
         raise ValueError(f"sgd experiment {experiment}: no executions")
     t = table5(docs)
     written = tables.write_table(t, inputs.tables / f"sgd_{experiment}", caption(docs),
-                                 header=HEADER, rows=_rows(t), bold_caption=True)
+                                 header=HEADER, rows=_rows(t),
+                                 layout=tables.Layout(bold_caption=True))
     d = docs[0]
     title = (f"Training loss, {d['library']} P={d['procs']}, synthetic data "
              f"(moving average of {SMOOTH})")

@@ -2,21 +2,24 @@
 4.3) formatted (its rows come from ``harness.analysis.auto_vs_best``, whose names this module
 also offers the reports: ``prepare``, ``auto_vs_best``, ``mibs`` ...).
 
-A table is declared once: a header and rows of cells (``render``'s keywords), and the numeric
-frame. ``write_table(frame, path_without_ext, caption, **layout)`` renders the declared cells
-to ``.md``, ``.tex`` (booktabs) and ``.html`` (the report page's fragment: the rows that claim
-nothing, oversubscribed or not converged, folded under the table), and writes the frame as
-``.csv`` (the numbers, times in seconds), each atomically; ``write_table(table,
-path_without_ext, caption)`` alone writes an ``auto_vs_best`` table.
+A table is declared once: a header and rows of cells (or ``Block``s), its ``Layout`` (how it
+is presented), and the numeric frame. ``write_table(frame, path_without_ext, caption,
+header=..., rows=..., layout=...)`` renders the declared cells to ``.md``, ``.tex`` (booktabs)
+and ``.html`` (the report page's fragment: the rows that claim nothing, oversubscribed or not
+converged, folded under the table), and writes the frame as ``.csv`` (the numbers, times in
+seconds), each atomically; ``write_table(table, path_without_ext, caption)`` alone writes an
+``auto_vs_best`` table.
 """
 
 from __future__ import annotations
 
 import html
 import math
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NamedTuple
 
+import numpy as np
 import pandas as pd
 
 from ..analysis.auto_vs_best import (  # noqa: F401  (offered to the reports)
@@ -39,13 +42,14 @@ from . import style
 
 # ----------------------------------------------------------------------------- formatting
 
-def time_unit(seconds: float) -> tuple[str, float]:
-    a = abs(seconds)
-    if a >= 1:
-        return "s", 1.0
-    if a >= 1e-3:
-        return "ms", 1e3
-    return "µs", 1e6
+TIME_UNITS = ((1.0, "s"), (1e3, "ms"), (1e6, "µs"))
+
+
+def time_unit(seconds) -> tuple[float, str]:
+    """(factor, unit) that shows ``seconds`` (a time, or the largest of several) in s, ms or µs."""
+    v = np.abs(np.asarray(seconds, dtype=float))
+    top = float(np.nanmax(v)) if v.size and np.isfinite(v).any() else 1.0
+    return next((u for u in TIME_UNITS if top * u[0] >= 1), TIME_UNITS[-1])
 
 
 def _num(v: float) -> str:
@@ -61,7 +65,7 @@ def format_time(seconds: float, low: float = math.nan, high: float = math.nan) -
     """(``"12.3 µs"``, ``"11.9–12.8"``): the mean and its CI in the mean's unit."""
     if not math.isfinite(seconds):
         return "", ""
-    unit, k = time_unit(seconds)
+    k, unit = time_unit(seconds)
     ci = f"{_num(low * k)}–{_num(high * k)}" if math.isfinite(low) and math.isfinite(high) else ""
     return f"{_num(seconds * k)} {unit}", ci
 
@@ -194,6 +198,33 @@ def tex_escape(text: str, symbols: dict[str, str] | None = None) -> str:
 # brackets) and ``numeric`` (HTML: right-aligned).
 
 
+@dataclass(frozen=True)
+class Layout:
+    """How a table is presented, apart from its cells: a report declares it once."""
+    env: str = "table"  # LaTeX: \begin{env}[placement]
+    placement: str = ""
+    align: str | None = None  # "l"/"r" per column, its last letter repeated (Markdown
+    #                           :---/---:, LaTeX's column letters); None: --- and LaTeX "l"
+    bold_header: bool = False  # LaTeX
+    bold_caption: bool = False  # Markdown
+    escape: bool = True  # Markdown: escape the cells' |
+    placeholder: str | None = None  # Markdown: every cell of one row shown when there is none
+    group_first: bool = False  # LaTeX: the first cell only where it changes, a rule there
+    span: str | None = None  # LaTeX: a heading over every column but the first
+    symbols: dict[str, str] | None = None  # LaTeX: more characters to translate
+    md_note: str = ""  # Markdown (and HTML) after the table(s), a blank line before it
+    preamble: tuple[str, str] = ("", "")  # (Markdown, LaTeX) before the table(s)
+    label: str | None = None  # LaTeX \label of one table (write_table: tab:<name> if None)
+    tex_caption: str | None = None  # the caption as LaTeX, when more than the caption escaped
+
+    def but(self, **changes) -> Layout:
+        """This layout with some fields changed."""
+        return replace(self, **changes)
+
+
+PLAIN = Layout()
+
+
 class Rule(str):
     """A row of LaTeX only between rows (``\\midrule``, ``\\addlinespace``); Markdown has none."""
 
@@ -243,8 +274,8 @@ def _tex_cell(cell, esc) -> str:
     return rf"{{\scriptsize [{t}]}}" if cell.get("interval") and t else t
 
 
-def _markdown(b: Block, align, escape, bold_caption, placeholder) -> str:
-    n = len(b.header)
+def _markdown(b: Block, lay: Layout) -> str:
+    n, align = len(b.header), lay.align
     lines = ["| " + " | ".join(_text(h) for h in b.header) + " |",
              "|" + ("|".join(":---" if a == "l" else "---:" for a in _spec(align, n)) + "|"
                     if align else "---|" * n)]
@@ -252,26 +283,27 @@ def _markdown(b: Block, align, escape, bold_caption, placeholder) -> str:
         if isinstance(row, Section):
             lines.append(f"| *{row}* |" + " |" * (n - 1))
         elif not isinstance(row, Rule):
-            lines.append("| " + " | ".join(_md_cell(c, escape) for c in row) + " |")
-    if placeholder is not None and not b.rows:
-        lines.append("| " + " | ".join(placeholder for _ in b.header) + " |")
-    caption = (f"**{b.caption}**" if bold_caption else b.caption) + "\n\n" if b.caption else ""
+            lines.append("| " + " | ".join(_md_cell(c, lay.escape) for c in row) + " |")
+    if lay.placeholder is not None and not b.rows:
+        lines.append("| " + " | ".join(lay.placeholder for _ in b.header) + " |")
+    caption = (f"**{b.caption}**" if lay.bold_caption else b.caption) + "\n\n" if b.caption else ""
     return caption + "\n".join(lines) + "\n"
 
 
-def _latex(b: Block, env, placement, align, bold_header, group_first, span, symbols) -> str:
+def _latex(b: Block, lay: Layout) -> str:
     def esc(text):
-        return tex_escape(text, symbols)
+        return tex_escape(text, lay.symbols)
 
-    n = len(b.header)
+    n, span = len(b.header), lay.span
     head = [_tex_cell(h, esc) for h in b.header]
-    head = [rf"\textbf{{{h}}}" for h in head] if bold_header else head
-    out = [rf"\begin{{{env}}}" + (f"[{placement}]" if placement else ""), r"\centering", r"\small"]
+    head = [rf"\textbf{{{h}}}" for h in head] if lay.bold_header else head
+    out = [rf"\begin{{{lay.env}}}" + (f"[{lay.placement}]" if lay.placement else ""), r"\centering",
+           r"\small"]
     if b.caption:
         out.append(rf"\caption{{{esc(b.caption) if b.tex_caption is None else b.tex_caption}}}")
     if b.label:
         out.append(rf"\label{{{b.label}}}")
-    out += [rf"\begin{{tabular}}{{{_spec(align, n)}}}", r"\toprule"]
+    out += [rf"\begin{{tabular}}{{{_spec(lay.align, n)}}}", r"\toprule"]
     if span:  # the header's first cell, then one heading over the other columns
         out += [rf"{head[0]} & \multicolumn{{{n - 1}}}{{c}}{{{esc(span)}}} \\",
                 rf"\cmidrule(l){{2-{n}}}"]
@@ -286,14 +318,14 @@ def _latex(b: Block, env, placement, align, bold_header, group_first, span, symb
             out.append(rf"\multicolumn{{{n}}}{{l}}{{\emph{{{esc(row)}}}}} \\")
             continue
         cells = [_tex_cell(c, esc) for c in row]
-        if group_first:  # the first cell once per run of equal ones, a rule between runs
+        if lay.group_first:  # the first cell once per run of equal ones, a rule between runs
             if _text(row[0]) == prev:
                 cells[0] = ""
             elif prev is not None:
                 out.append(r"\midrule")
             prev = _text(row[0])
         out.append(" & ".join(cells) + r" \\")
-    out += [r"\bottomrule", r"\end{tabular}", rf"\end{{{env}}}", ""]
+    out += [r"\bottomrule", r"\end{tabular}", rf"\end{{{lay.env}}}", ""]
     return "\n".join(out)
 
 
@@ -356,60 +388,52 @@ def _html(b: Block, align) -> str:
     return "\n".join(out)
 
 
+def _blocks(caption, header, rows, blocks, lay: Layout) -> list[Block]:
+    if blocks is not None:
+        return list(blocks)
+    return [Block(list(header), list(rows), caption, lay.label or "", lay.tex_caption)]
+
+
 def render_html(caption: str = "", *, header=(), rows=(), blocks: list[Block] | None = None,
-                preamble: tuple[str, str] = ("", ""), md_note: str = "",
-                align: str | None = None, **_latex_and_markdown) -> str:
-    """The HTML fragment of a table declared as for ``render`` (its keywords)."""
-    if blocks is None:
-        blocks = [Block(list(header), list(rows), caption)]
+                layout: Layout = PLAIN) -> str:
+    """The HTML fragment of a table declared as for ``render``."""
     text = [f'<p class="note">{html.escape(t.strip())}</p>'
-            for t in (preamble[0].lstrip("# "),) if t.strip()]
-    text += [_html(b, align) for b in blocks]
-    if md_note.strip():
-        text.append(f'<p class="note">{html.escape(md_note.strip())}</p>')
+            for t in (layout.preamble[0].lstrip("# "),) if t.strip()]
+    text += [_html(b, layout.align) for b in _blocks(caption, header, rows, blocks, layout)]
+    if layout.md_note.strip():
+        text.append(f'<p class="note">{html.escape(layout.md_note.strip())}</p>')
     return "\n".join(text) + "\n"
 
 
-def render(caption: str = "", *, header=(), rows=(), label: str = "",
-           tex_caption: str | None = None, blocks: list[Block] | None = None,
-           preamble: tuple[str, str] = ("", ""), md_note: str = "", env: str = "table",
-           placement: str = "", align: str | None = None, bold_header: bool = False,
-           bold_caption: bool = False, escape: bool = True, placeholder: str | None = None,
-           group_first: bool = False, span: str | None = None,
-           symbols: dict[str, str] | None = None) -> tuple[str, str]:
+def render(caption: str = "", *, header=(), rows=(), blocks: list[Block] | None = None,
+           layout: Layout = PLAIN) -> tuple[str, str]:
     """The Markdown and the LaTeX (booktabs) text of a table: ``header`` and ``rows`` under
-    ``caption`` (LaTeX: ``tex_caption`` if given), ``\\label{label}``; or several ``blocks``,
-    each its own table, after ``preamble`` (Markdown, LaTeX). ``md_note``: Markdown after the
-    table(s), a blank line before it. LaTeX: ``\\begin{env}[placement]``; ``bold_header``;
-    ``span``, a heading over every column but the first; ``group_first``, the first cell only
-    where it changes, a rule there; ``symbols``, more characters to translate. ``align``:
-    "l"/"r" per column, its last letter repeated (Markdown ``:---``/``---:``; None: ``---``
-    and LaTeX "l"). Markdown: ``bold_caption``; ``escape`` its ``|``; ``placeholder``, the
-    text of every cell of one row shown when there are no rows."""
-    if blocks is None:
-        blocks = [Block(list(header), list(rows), caption, label, tex_caption)]
-    md = preamble[0] + "\n".join(_markdown(b, align, escape, bold_caption, placeholder)
-                                 for b in blocks)
-    tex = preamble[1] + "\n".join(_latex(b, env, placement, align, bold_header, group_first,
-                                         span, symbols) for b in blocks)
-    return md + ("\n" + md_note if md_note else ""), tex
+    ``caption``, or several ``blocks``, each its own table; presented as ``layout`` says."""
+    blocks = _blocks(caption, header, rows, blocks, layout)
+    md = layout.preamble[0] + "\n".join(_markdown(b, layout) for b in blocks)
+    tex = layout.preamble[1] + "\n".join(_latex(b, layout) for b in blocks)
+    return md + ("\n" + layout.md_note if layout.md_note else ""), tex
 
 
-def write_table(frame: pd.DataFrame, path_without_ext, caption: str = "", **layout) -> list[Path]:
+def write_table(frame: pd.DataFrame, path_without_ext, caption: str = "", *, header=None,
+                rows=(), blocks: list[Block] | None = None,
+                layout: Layout | None = None) -> list[Path]:
     """Write ``<path>.md``, ``<path>.tex`` (booktabs), ``<path>.csv`` (``frame``, the
     numbers: times in seconds) and ``<path>.html`` (the page's), each atomically; returns the
-    paths. ``layout``: ``render``'s
-    keywords, the label ``tab:<name>`` unless given; with no ``header`` and no ``blocks``,
-    ``frame`` is an ``auto_vs_best`` table, presented as ``display`` does."""
+    paths. The label is ``tab:<name>`` unless ``layout`` gives one; with no ``header`` and no
+    ``blocks``, ``frame`` is an ``auto_vs_best`` table, presented as ``display`` does."""
     base = Path(path_without_ext)
     base.parent.mkdir(parents=True, exist_ok=True)
-    if "header" not in layout and "blocks" not in layout:
-        layout = {**_auto_vs_best(frame, caption), **layout}
-    layout.setdefault("label", f"tab:{base.name.replace('_', '-')}")
-    md, tex = render(caption, **layout)
-    page = render_html(caption, **layout)
+    if header is None and blocks is None:
+        header, rows, auto = _auto_vs_best(frame, caption)
+        layout = layout or auto
+    layout = layout or PLAIN
+    if layout.label is None:
+        layout = layout.but(label=f"tab:{base.name.replace('_', '-')}")
+    table = dict(header=header or (), rows=rows, blocks=blocks, layout=layout)
+    md, tex = render(caption, **table)
     paths = [base.parent / f"{base.name}.{ext}" for ext in ("md", "tex", "csv", "html")]
-    for path, text in zip(paths, (md, tex, frame.to_csv(index=False), page)):
+    for path, text in zip(paths, (md, tex, frame.to_csv(index=False), render_html(caption, **table))):
         atomic_write_text(path, text)
     return paths
 
@@ -419,20 +443,21 @@ def cells_of(frame: pd.DataFrame) -> dict:
     return dict(header=list(frame.columns), rows=list(frame.itertuples(index=False)))
 
 
-def _auto_vs_best(table: pd.DataFrame, caption: str) -> dict:
-    """``render``'s keywords for an ``auto_vs_best`` table: a booktabs ``table*``."""
+def _auto_vs_best(table: pd.DataFrame, caption: str) -> tuple[list, list, Layout]:
+    """Header, rows and layout of an ``auto_vs_best`` table: a booktabs ``table*``."""
     header, rows = display(table)
     text = note(table)
     tex = tex_escape(text).replace(r"2\textasciicircum{}20", r"$2^{20}$")
-    return dict(header=header, rows=rows, env="table*", placement="t", bold_header=True,
-                bold_caption=True, group_first=True, md_note=text + "\n",
-                tex_caption=f"{tex_escape(caption)} {tex}",
-                align="".join("r" if n else "l" for n in _numeric_columns(header, rows)))
+    return header, rows, Layout(
+        env="table*", placement="t", bold_header=True, bold_caption=True, group_first=True,
+        md_note=text + "\n", tex_caption=f"{tex_escape(caption)} {tex}",
+        align="".join("r" if n else "l" for n in _numeric_columns(header, rows)))
 
 
 def to_markdown(table: pd.DataFrame, caption: str = "") -> str:
     """The Markdown of an ``auto_vs_best`` table."""
-    return render(caption, **_auto_vs_best(table, caption))[0]
+    header, rows, layout = _auto_vs_best(table, caption)
+    return render(caption, header=header, rows=rows, layout=layout)[0]
 
 
 def plain_markdown(header: list[str], rows: list[list[str]], caption: str = "") -> str:
