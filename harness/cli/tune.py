@@ -292,13 +292,14 @@ def cmd_regret(args, parser) -> int:
 
     settings = (_config(args.configfile, parser).tune or {}) if args.configfile else {}
     try:
-        written = regret.make_regret(
-            summary, paths.results_root() / args.campaign / "tables",
-            paths.figures_root() / args.campaign, seeds=args.seeds, batch=args.batch,
-            log=lambda line: print(line, flush=True), judge=judge or None,
-            judge_name="+".join(dict.fromkeys(args.judge or ["judge"])), pool=pool,
+        replay = regret.ReplaySettings(
+            seeds=args.seeds, batch=args.batch, log=lambda line: print(line, flush=True),
+            judge_name="+".join(dict.fromkeys(args.judge or ["judge"])),
             truth_name="+".join(dict.fromkeys([args.campaign, *(args.pool or [])])),
             **Surrogate.of(args, settings).options())
+        written = regret.make_regret(
+            summary, paths.results_root() / args.campaign / "tables",
+            paths.figures_root() / args.campaign, replay, judge=judge or None, pool=pool)
     except ValueError as exc:
         arg = next((f"--{w}" for w in ("judge", "surrogate", "pool") if str(exc).startswith(w)),
                    None)

@@ -29,6 +29,8 @@ Outputs:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -195,20 +197,32 @@ def figure(curves: pd.DataFrame, table: pd.DataFrame, library: str, path,
     return style.save(fig, path)
 
 
-def make_regret(summary: pd.DataFrame, tables_dir, figures_dir, seeds: int = 3,
-                batch: int | None = None, trees: int = TREES, libraries=None,
-                log=None, judge=None, judge_name: str = "judge",
-                surrogate: str = DEFAULT_SURROGATE, pool=(), truth_name: str | None = None
-                ) -> list[Path]:
-    """Every output of the module doc from ``summary`` (the exhaustive campaign). ``batch``:
-    cells per batch of every replay (default: a 25th of the library's cells, at least 4).
-    ``judge``: the summary of another exhaustive campaign of the same cells (``judge_name``),
+@dataclass(frozen=True)
+class ReplaySettings:
+    """How ``make_regret`` replays the policies and names what it writes."""
+    seeds: int = 3  # seeds of the adaptive and random policies
+    batch: int | None = None  # cells per batch (None: a 25th of the library's, at least 4)
+    trees: int = TREES  # the surrogate's size
+    surrogate: str = DEFAULT_SURROGATE  # the model that guesses the winners
+    #                                     (forecast.SURROGATES), named in captions and titles
+    libraries: tuple[str, ...] | None = None  # None: every library of the summary
+    judge_name: str = "judge"  # the campaign(s) that judge the choices
+    truth_name: str | None = None  # the truth in the captions (None: the tables' campaign)
+    log: Callable[[str], None] | None = None  # each replay's progress
+
+
+def make_regret(summary: pd.DataFrame, tables_dir, figures_dir,
+                settings: ReplaySettings = ReplaySettings(), *, judge=None,
+                pool=()) -> list[Path]:
+    """Every output of the module doc from ``summary`` (the exhaustive campaign), replayed as
+    ``settings`` say. ``judge``: the summary of another exhaustive campaign of the same cells,
     or a list of such summaries, pooled (``regret.pooled``): every choice is also timed there
-    (``tables/regret_judged``, the figures' third panel).
-    ``surrogate``: the model that guesses the winners (``forecast.SURROGATES``), named in every
-    caption and title. ``pool``: summaries of other exhaustive campaigns of the same cells,
-    pooled with ``summary`` into the truth (``truth_name`` names it in the captions)."""
-    surrogate = checked_surrogate(surrogate)
+    (``tables/regret_judged``, the figures' third panel). ``pool``: summaries of other
+    exhaustive campaigns of the same cells, pooled with ``summary`` into the truth."""
+    seeds, batch, trees, libraries, log = (settings.seeds, settings.batch, settings.trees,
+                                           settings.libraries, settings.log)
+    judge_name, truth_name = settings.judge_name, settings.truth_name
+    surrogate = checked_surrogate(settings.surrogate)
     truths = truth_tables(summary, libraries, pool)
     judges = {} if judge is None else {lib: judge_table(judge, lib, judge_name) for lib in truths}
     curves, rows, general, points, judged = [], [], [], {}, []
