@@ -1,14 +1,15 @@
-"""Every report by name: what it reproduces, when a campaign gets it, the files it writes with
-their captions, and where it reads more than the summary. One entry per report; the
-workflow's report rules (``workflow/rules/report.smk``, one rule per entry, and the confirm,
-tune and SGD stages' rules), the outputs `rule all` and the report page ask for
-(``workflow/rules/page.smk``), the page's sections and the command line all read this list.
+"""Every report by name: when a campaign gets it, the files it writes, and where it reads more
+than the summary; what it reproduces and its files' captions are prose, in
+``harness/data/reports.yaml``. One entry per report; the workflow's report rules
+(``workflow/rules/report.smk``, one rule per entry, and the confirm, tune and SGD stages'
+rules), the outputs `rule all` and the report page ask for (``workflow/rules/page.smk``), the
+page's sections and the command line all read this list.
 
 Every report is one function of its module, ``make(inputs) -> list[Path]``: ``inputs`` is
 ``inputs.Inputs``, the campaign's typed summary loaded once, its model parameters, the tables
 and figures directories, the store and the options. The module is imported only when the
-report is written (they import matplotlib). Adding a report is one entry here and one
-``make`` there.
+report is written (they import matplotlib). Adding a report is one entry here, its prose in
+``reports.yaml`` and one ``make`` there.
 
     python -m harness.report NAME --store results/<c> [options]     (``__main__.py``)
 """
@@ -21,6 +22,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
+
+import yaml
 
 from ..analysis.guidelines import MOCK_UPS
 from .inputs import Inputs
@@ -91,10 +94,11 @@ Caption = tuple[str, str, str]  # (paper, what it reproduces, how to read it)
 class Report:
     name: str
     module: str  # harness.report.<module>, whose make(inputs) writes it
-    about: str  # what it reproduces: paper, tables and figures
+    about: str  # what it reproduces: paper, tables and figures (reports.yaml)
     tables: tuple[str, ...] = ()  # file stems under tables/ ({library}, {experiment} expand)
     figures: tuple[str, ...] = ()  # file stems under figures/<c>/
     captions: dict[str, Caption] = field(default_factory=dict)  # stem (or prefix_*) -> caption
+    #                                                            (reports.yaml)
     applies: Callable[[Facts], bool] = lambda facts: True  # does a campaign get it
     rule: str = ""  # its workflow rule (report_<name> unless named)
     on_page: bool = True  # the report page waits for it (`rule all` asks for it either way)
@@ -151,236 +155,63 @@ def _glob(stem: str) -> str:
     return stem.replace("{library}", "*").replace("{experiment}", "*")
 
 
+PROSE_FILE = Path(__file__).parents[1] / "data" / "reports.yaml"
+_PROSE = yaml.safe_load(PROSE_FILE.read_text(encoding="utf-8"))
+
+
+def _report(name: str, module: str, **code) -> Report:
+    """A report of this list, its ``about`` and captions read from ``reports.yaml``."""
+    prose = _PROSE[name]
+    return Report(name, module, prose["about"],
+                  captions={k: tuple(v) for k, v in (prose.get("captions") or {}).items()}, **code)
+
+
 REPORTS = {r.name: r for r in (
-    Report("auto_vs_best", "figures",
-           "AUTO vs BEST table and per-library throughput figures (Castelló et al., Sec. 4.3, "
-           "Figs. 5-6)",
-           tables=("auto_vs_best",), figures=("auto_vs_best_{library}",), rule="report",
-           params="if_fitted",
-           options=lambda facts, report: {"libraries": list(facts.native_libraries)},
-           captions={
-            "auto_vs_best": ("Castelló et al.", "AUTO vs BEST (Sec. 4.3)",
-                             "per library, P and size: AUTO's time, the fastest native algorithm and the "
-                             "gain; (tie) where the 95% CIs overlap, ‡ oversubscribed"),
-            "auto_vs_best_*": ("Castelló et al.", "Figs. 5-6: throughput of every native algorithm",
-                               "top: MiB/s against message size, AUTO thick black, BEST ringed and named; "
-                               "bottom: gain AUTO/BEST, empty bar = tie, hatched = oversubscribed"),
-           }),
-    Report("bound", "bound",
-           "every timed allreduce cell against its lower bound (Chan et al. 2007)",
-           tables=("bound",), applies=lambda facts: facts.pingpong, params="required",
-           captions={
-            "bound": ("Chan et al. 2007", "how far each algorithm sits from the lower bound",
-                      "per installation, P and algorithm: time / bound over the sizes (median, "
-                      "smallest, largest); the CSV has every cell's bound and bound_ratio"),
-           }),
-    Report("auto_choices", "auto_choices",
-           "what AUTO ran in each cell: the library's own choice, seen under gdb (harness whatran)",
-           tables=("auto_choices",), figures=("auto_choices",),
-           applies=lambda facts: facts.auto_ran,
-           captions={
-            "auto_choices": ("Castelló et al.", "AUTO's selection map: why AUTO is not BEST",
-                             "per installation, P and size the algorithm AUTO ran (read from the "
-                             "library's functions under gdb), its time, and BEST where BEST is "
-                             "another algorithm"),
-           }),
-    Report("confirm", "confirm",
-           "AUTO vs BEST, and the guideline violations, confirmed in fresh A B B A launches, "
-           "from confirm/<group>.json",
-           tables=("auto_vs_best_confirmed", "guidelines_confirmed"),
-           figures=("auto_vs_best_confirmed",),
-           applies=lambda facts: bool(facts.confirm_groups), reads="confirm/*.json",
-           captions={
-            "auto_vs_best_confirmed": ("Castelló et al.", "AUTO vs BEST, confirmed in fresh launches",
-                                       "gain t_AUTO/t_BEST from alternating launches (A B B A) with its "
-                                       "95% CI; the verdict says whether BEST really wins"),
-            "guidelines_confirmed": ("performance guidelines", "violations measured again",
-                                     "each violation of the campaign, AUTO and the mock-up in fresh "
-                                     "alternating launches: speedup t_AUTO/t_mock-up with its 95% CI"),
-           }),
-    Report("tuned", "tuned",
-           "AUTO vs each library following the campaign's tuning file, from "
-           "tuning/verify-<library>.json",
-           tables=("tuned",), figures=("tuned_{library}",),
-           applies=lambda facts: bool(facts.tune_libraries), reads="tuning/verify-*.json",
-           options=lambda facts, report: {"libraries": list(facts.tune_libraries)},
-           captions={
-            "tuned": ("tuned selection", "AUTO vs each library following the campaign's tuning file",
-                      "fresh interleaved launches at measured and held-out points: gain AUTO/tuned, "
-                      "tuned/BEST and Intel MPI's autotuner against tuned, each with its 95% CI"),
-            "tuned_*": ("tuned selection", "time against message size, AUTO vs tuned",
-                        "per P: AUTO black, tuned red, BEST stars, Intel MPI's autotuner violet; "
-                        "hollow markers are held-out points"),
-           }),
-    Report("castello_models", "castello_models",
-           "Castelló et al. Table 1's models against measurement, Bienz et al. Fig. 5",
-           tables=("castello_models", "network_params"),
-           figures=("castello_fig1", "castello_fig2", "castello_fig3", "maxrate_fig5"),
-           applies=lambda facts: facts.pingpong, params="required",
-           captions={
-            "network_params": ("Castelló et al.", "network parameters from ping-pong (Sect. 4, Fig. 4)",
-                               "Hockney alpha and beta per library from one-pair ping-pong, gamma from "
-                               "local reductions, the max-rate values, beside Castelló et al.'s and "
-                               "SUARA Table 4's"),
-            "castello_models": ("Castelló et al.", "Table 1 against measurement (Sect. 3.4)",
-                                "per library, P, algorithm and size: measured MiB/s (REAL) beside the "
-                                "Table 1 model (THEO), fully overlapped (OVL) and not overlapped (NOVL), "
-                                "all with the ping-pong parameters"),
-            "castello_fig1": ("Castelló et al.", "Fig. 1: Table 1 throughput against size, p, bandwidth "
-                              "and arithmetic rate",
-                              "MiB/s = n/THEO of RDB, RSA, LIN, RNG, SRG with the paper's alpha, beta, "
-                              "gamma (solid) and this machine's ping-pong fit (dashed)"),
-            "castello_fig2": ("Castelló et al.", "Fig. 2: theoretical (-T) against real throughput",
-                              "per P: MiB/s of RDB, RSA, LIN, RNG, SRG measured (solid) and modelled "
-                              "with the ping-pong parameters (dashed); higher is better"),
-            "castello_fig3": ("Castelló et al.", "Fig. 3: THEO, REAL, OVL and NOVL for RSA and RNG",
-                              "REAL below THEO and near NOVL: the overlap of sends and receives the "
-                              "model assumes does not happen"),
-            "maxrate_fig5": ("Bienz et al.", "Fig. 5: max-rate cost of one message",
-                             "modelled time per level (socket, node, network at ppn 1, 2, 4, ...) from "
-                             "the fitted parameters, with the measured ping-pong points"),
-           }),
-    Report("cross_library", "cross_library",
-           "the libraries side by side, normalised to a reference library",
-           tables=("cross_library",), figures=("cross_library", "cross_library_normalised"),
-           applies=lambda facts: len(facts.native_libraries) >= 2,
-           options=lambda facts, report: {"reference": report["reference_library"]},
-           captions={
-            "cross_library": ("Castelló et al.", "Fig. 6: every library's AUTO and BEST; Fig. 10 "
-                              "(right) as a table",
-                              "figure: MiB/s = size/time against size, a colour per library, AUTO solid, "
-                              "BEST dashed; table: times and speedup over the reference library's AUTO, "
-                              "bold where the 95% CIs do not overlap"),
-            "cross_library_normalised": ("Castelló et al.", "Fig. 10 (right): over the reference "
-                                         "library's AUTO",
-                                         "per size, each library's AUTO (hatched) and BEST (solid) as "
-                                         "reference AUTO time / time; above the line at 1 is faster"),
-           }),
-    Report("suara", "suara", "SUARA2 / SUARA-L tables and figures (Nuriyev et al.)",
-           tables=("suara_choice", "model_vs_measured", "fitted_params", "suara_agreement"),
-           figures=("suara_speedup", "suara_grid", "suara_agreement"),
-           applies=lambda facts: facts.suara, params="optional",
-           captions={
-            "suara_choice": ("Nuriyev et al. (SUARA)", "SUARA2's choice per P and size",
-                             "grid and combination the model picks, predicted and measured time, "
-                             "against native AUTO, BEST and the 3-step decomposition"),
-            "model_vs_measured": ("Nuriyev et al. (SUARA)", "Table 1 models against measurements",
-                                  "each classic algorithm's measured time next to its fitted model"),
-            "fitted_params": ("Nuriyev et al. (SUARA)", "Table 4: fitted Hockney parameters",
-                              "alpha (latency) and beta (time per byte) per algorithm, gamma"),
-            "suara_agreement": ("Nuriyev et al. (SUARA)", "Sect. 5: model pick against the measured best",
-                                "36 combinations on every grid: the pick's rank, its loss or a CI tie"),
-            "suara_speedup": ("Nuriyev et al. (SUARA)", "Fig. 8: speedup against P",
-                              "SUARA2 over Open MPI's AUTO and BEST, with sqrt(P) and the model"),
-            "suara_grid": ("Nuriyev et al. (SUARA)", "Fig. 7: time against P_c",
-                           "every grid of one P; the minimum is the best grid"),
-           }),
-    Report("node_aware", "node_aware",
-           "RD vs SMP vs NAP, message counts, the max-rate model, Fig. 1 (Bienz et al.)",
-           tables=("node_aware_counts", "node_aware_times", "node_aware_fig1"),
-           figures=("node_aware_vs_procs", "node_aware_vs_size", "node_aware_model",
-                    "node_aware_fig1"),
-           applies=lambda facts: facts.node_aware, params="optional",
-           captions={
-            "node_aware_counts": ("Bienz et al.", "message counts per call",
-                                  "inter- and intra-node messages of one rank against the paper's step counts"),
-            "node_aware_times": ("Bienz et al.", "Figs. 12-17 as a table",
-                                 "RD, SMP and NAP times and NAP's speedups; MPICH's own SMP and each "
-                                 "AUTO ran on the real layout (one node here): no speedup over them "
-                                 "unless both ran on the same real nodes"),
-            "node_aware_vs_procs": ("Bienz et al.", "Figs. 12-13 (16-17): time against P",
-                                    "lower is better; hollow dashed: the libraries' own allreduce on "
-                                    "the real layout, not comparable with emulated nodes"),
-            "node_aware_vs_size": ("Bienz et al.", "Figs. 14-17: time against message size",
-                                   "lower is better; the paper's SMP overtakes NAP above 2048 B; hollow "
-                                   "dashed: the libraries' own allreduce on the real layout"),
-            "node_aware_fig1": ("Bienz et al.", "Fig. 1: one double reduced by each library's AUTO "
-                                "against P", "lower is better; hollow / shaded: more ranks than cores, "
-                                "no claim"),
-            "node_aware_model": ("Bienz et al.", "the max-rate model of RD, SMP and NAP",
-                                 "modelled cost with illustrative parameters, or those fitted from the "
-                                 "campaign's ping-pong (harness fit) when it has some; see the title"),
-           }),
-    Report("pap", "pap", "PAP Tables 3-4 and Figs. 10-12 (Proficz 2018)",
-           tables=("pap_table3", "pap_table4"), figures=("pap_fig10", "pap_fig11", "pap_fig12"),
-           applies=lambda facts: facts.pap,
-           captions={
-            "pap_table3": ("Proficz (PAP)", "Table 3: speedup over the ring",
-                           "bold where the CIs do not overlap; ≈ a tie"),
-            "pap_table4": ("Proficz (PAP)", "Table 4: difference to the ring", "negative is faster"),
-            "pap_fig10": ("Proficz (PAP)", "Fig. 10: time against max delay, one late process",
-                          "lower is better"),
-            "pap_fig11": ("Proficz (PAP)", "Fig. 11: time against max delay, random delays",
-                          "lower is better"),
-            "pap_fig12": ("Proficz (PAP)", "Fig. 12: time against P", "lower is better"),
-           }),
-    Report("workload", "workload",
-           "training-iteration workloads: AUTO vs BEST, images/s (Castelló et al., Figs. 9-10), "
-           "and Fig. 7, the gradient sizes of the models they replay",
-           tables=("workload", "workload_normalised", "dnn_models"),
-           figures=("workload_fig9", "workload_fig10", "dnn_fig7"),
-           applies=lambda facts: bool(facts.workload_models),
-           options=lambda facts, report: {"models": list(facts.workload_models)},
-           captions={
-            "workload": ("Castelló et al., Sect. 5", "training iteration: AUTO vs BEST",
-                         "one iteration's fused gradient calls back to back; projected images/s"),
-            "workload_normalised": ("Castelló et al., Sect. 5", "Fig. 10 (right) as a table",
-                                    "images/s over the reference library's AUTO"),
-            "workload_fig9": ("Castelló et al., Sect. 5", "Fig. 9: images/s with AUTO and BEST",
-                                "projected from the measured iteration communication; higher is better"),
-            "workload_fig10": ("Castelló et al., Sect. 5", "Fig. 10: normalised images/s",
-                                        "left: BEST over the library's own AUTO; right: over the "
-                                        "reference library's AUTO"),
-            "dnn_models": ("Castelló et al., Sect. 5", "Fig. 7 as a table: the models' gradients",
-                           "tensors, parameters against the published count, allreduce calls per "
-                           "iteration under each fusion policy"),
-            "dnn_fig7": ("Castelló et al., Sect. 5", "Fig. 7: message sizes and counts per model",
-                         "one gradient tensor per message before fusion"),
-           }),
-    Report("pingpong", "pingpong", "ping-pong and local-reduction fits",
-           tables=("pingpong",), figures=("pingpong_fig4",),
-           applies=lambda facts: facts.pingpong_or_local,
-           captions={
-            "pingpong": ("Castelló et al.; Bienz et al.", "Fig. 4: ping-pong one-way time and bandwidth",
-                         "round trip / 2 per library, pair level (socket, node, network) and k "
-                         "concurrent pairs; local reduction time and bytes/s (gamma)"),
-            "pingpong_fig4": ("Castelló et al.", "Fig. 4: ping-pong bandwidth",
-                              "left: one pair, size / one-way time per library and level; right: "
-                              "per-pair bandwidth per k concurrent pairs, or the local reduction's "
-                              "bytes/s"),
-           }),
-    Report("guidelines", "guidelines",
-           "performance guidelines: AUTO against Reduce + Bcast, Reduce_scatter + Allgather and "
-           "two half Allreduces of the same library (Hunold's PGChecker)",
-           tables=("guidelines",), figures=("guidelines",),
-           applies=lambda facts: facts.guidelines,
-           captions={
-               "guidelines": ("performance guidelines", "AUTO against mock-ups of the "
-                              "library's own collectives",
-                              "speedup t_AUTO / t_mock-up per library, P and size; a violation "
-                              "(mock-up faster, 95% CIs apart) is a performance bug of the "
-                              "library's selection; filled markers in the figure"),
-           }),
-    Report("projection", "projection",
-           "the models' projection past the cluster, up to P = 16,384",
-           tables=("projection",), figures=("projection_suara", "projection_node_aware"),
-           applies=lambda facts: facts.suara or facts.node_aware, params="optional",
-           captions={
-            "projection": ("model projection", "predicted winners up to P = 16384, as a table",
-                           "models only: SUARA2 vs the best single Open MPI algorithm and RD/SMP/NAP "
-                           "at ppn 16, predicted times and speedups; the parameters are named"),
-            "projection_suara": ("model projection", "Nuriyev et al. Fig. 8 extended to P = 16384",
-                                 "left: which wins per P and size, shade = SUARA2's speedup, box = "
-                                 "measured cells; right: best grid's speedup against P with a sqrt(P) fit"),
-            "projection_node_aware": ("model projection", "Bienz et al. Figs. 10-11 extended",
-                                      "per ppn, the fastest of RD, SMP and NAP, shade = speedup over "
-                                      "RD, box = measured cells; below, 8 B against P and cost against size"),
-           }),
-    Report("sgd", "sgd",
-           "Table 5 of the distributed SGD (Proficz 2018) from its executions' documents",
-           tables=("sgd_{experiment}",), figures=("sgd_{experiment}_loss",),
-           applies=lambda facts: bool(facts.sgd_experiments), reads="sgd/{experiment}/*.json",
-           on_page=False),
+    _report("auto_vs_best", "figures", tables=("auto_vs_best",),
+            figures=("auto_vs_best_{library}",), rule="report", params="if_fitted",
+            options=lambda facts, report: {"libraries": list(facts.native_libraries)}),
+    _report("bound", "bound", tables=("bound",), applies=lambda facts: facts.pingpong,
+            params="required"),
+    _report("auto_choices", "auto_choices", tables=("auto_choices",), figures=("auto_choices",),
+            applies=lambda facts: facts.auto_ran),
+    _report("confirm", "confirm", tables=("auto_vs_best_confirmed", "guidelines_confirmed"),
+            figures=("auto_vs_best_confirmed",), applies=lambda facts: bool(facts.confirm_groups),
+            reads="confirm/*.json"),
+    _report("tuned", "tuned", tables=("tuned",), figures=("tuned_{library}",),
+            applies=lambda facts: bool(facts.tune_libraries), reads="tuning/verify-*.json",
+            options=lambda facts, report: {"libraries": list(facts.tune_libraries)}),
+    _report("castello_models", "castello_models", tables=("castello_models", "network_params"),
+            figures=("castello_fig1", "castello_fig2", "castello_fig3", "maxrate_fig5"),
+            applies=lambda facts: facts.pingpong, params="required"),
+    _report("cross_library", "cross_library", tables=("cross_library",),
+            figures=("cross_library", "cross_library_normalised"),
+            applies=lambda facts: len(facts.native_libraries) >= 2,
+            options=lambda facts, report: {"reference": report["reference_library"]}),
+    _report("suara", "suara",
+            tables=("suara_choice", "model_vs_measured", "fitted_params", "suara_agreement"),
+            figures=("suara_speedup", "suara_grid", "suara_agreement"),
+            applies=lambda facts: facts.suara, params="optional"),
+    _report("node_aware", "node_aware",
+            tables=("node_aware_counts", "node_aware_times", "node_aware_fig1"),
+            figures=("node_aware_vs_procs", "node_aware_vs_size", "node_aware_model",
+                     "node_aware_fig1"),
+            applies=lambda facts: facts.node_aware, params="optional"),
+    _report("pap", "pap", tables=("pap_table3", "pap_table4"),
+            figures=("pap_fig10", "pap_fig11", "pap_fig12"), applies=lambda facts: facts.pap),
+    _report("workload", "workload", tables=("workload", "workload_normalised", "dnn_models"),
+            figures=("workload_fig9", "workload_fig10", "dnn_fig7"),
+            applies=lambda facts: bool(facts.workload_models),
+            options=lambda facts, report: {"models": list(facts.workload_models)}),
+    _report("pingpong", "pingpong", tables=("pingpong",), figures=("pingpong_fig4",),
+            applies=lambda facts: facts.pingpong_or_local),
+    _report("guidelines", "guidelines", tables=("guidelines",), figures=("guidelines",),
+            applies=lambda facts: facts.guidelines),
+    _report("projection", "projection", tables=("projection",),
+            figures=("projection_suara", "projection_node_aware"),
+            applies=lambda facts: facts.suara or facts.node_aware, params="optional"),
+    _report("sgd", "sgd", tables=("sgd_{experiment}",), figures=("sgd_{experiment}_loss",),
+            applies=lambda facts: bool(facts.sgd_experiments), reads="sgd/{experiment}/*.json",
+            on_page=False),
 )}
 
 
