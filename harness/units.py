@@ -7,6 +7,8 @@ message that says what was expected.
 
 from __future__ import annotations
 
+import math
+import numbers
 import re
 
 _SIZE_UNITS = {
@@ -85,3 +87,11 @@ def format_time(seconds: float) -> str:
     if a >= 1e-6 or a == 0:
         return f"{seconds * 1e6:.4g} us"
     return f"{seconds * 1e9:.4g} ns"
+
+
+def format_number(value, spec: str = ".2f", scale: float = 1.0) -> str:
+    """``value`` times ``scale`` as ``format`` with ``spec`` (``.2f``, ``.3g``, ``.0f`` ...);
+    ``""`` when it is no finite number (None, NaN, a string, a boolean): the tables' cells."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        return ""
+    return format(value * scale, spec)

@@ -112,7 +112,9 @@ def test_report_without_native_cells_keeps_its_columns(tmp_path):
     d = node_aware_data.load(csv)
     node_aware.write_times(node_aware_data.times_table(d, node_aware_data.load_native(csv, like=d)),
                            tmp_path / "t" / "node_aware_times")
-    node_aware.make_fig1(csv, tmp_path / "t", tmp_path / "f")
+    fig1 = node_aware_data.fig1_table(csv)
+    node_aware.write_fig1_table(fig1, tmp_path / "t" / "node_aware_fig1")
+    node_aware.fig1_figure(fig1, tmp_path / "f" / "node_aware_fig1")
     t = pd.read_csv(tmp_path / "t" / "node_aware_times.csv")
     assert not [c for c in t.columns if c.startswith("native:")]
     assert "MPICH SMP" not in (tmp_path / "t" / "node_aware_times.md").read_text()
@@ -134,7 +136,9 @@ def test_fig1_from_a_real_run(results_root, tmp_path):
                                           settings=fast_settings(time_budget=5.0), timeout=120)
         assert doc["cells"][0]["status"] in ("ok", "not-converged"), doc["cells"][0]
     summary = rebuild_summary(CampaignStore(results_root, "fig1"))
-    paths = node_aware.make_fig1(summary, tmp_path / "tables", tmp_path / "figures")
+    fig1 = node_aware_data.fig1_table(summary)
+    paths = (node_aware.write_fig1_table(fig1, tmp_path / "tables" / "node_aware_fig1")
+             + node_aware.fig1_figure(fig1, tmp_path / "figures" / "node_aware_fig1"))
     names = sorted(p.name for p in paths)
     assert names == sorted(f"node_aware_fig1.{e}" for e in ("md", "tex", "csv", "html", "png",
                                                              "pdf"))

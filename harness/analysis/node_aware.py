@@ -233,3 +233,44 @@ def fitted_params(summary_csv):
     """The max-rate parameters ``harness fit`` wrote beside the summary
     (``model_params.json``, its ``maxrate`` section), else None (the defaults)."""
     return load_maxrate(Path(summary_csv).parent / "model_params.json")
+
+
+def native_beside(nat: pd.DataFrame, harness_layout: str | None, ppn) -> pd.DataFrame:
+    """The native rows drawn beside one ppn column: on a real layout those whose real
+    processes per node are that ppn (comparable); on an emulated one all of them (one node
+    here: not comparable, said on the figure)."""
+    if nat is None or nat.empty:
+        return nat if nat is not None else pd.DataFrame()
+    if harness_layout == "real" and ppn is not None:
+        return nat[np.isclose(nat["ppn"], float(ppn))]
+    return nat
+
+
+def figure_column(t: pd.DataFrame, tn: pd.DataFrame, ppn, x: str):
+    """One ppn column of a figure: (RD/SMP/NAP rows, the native rows beside them, the layout
+    of the harness rows, the size (``x`` = procs: the smallest) or P (``x`` = size: the
+    largest) the column holds)."""
+    g = t[t["ppn"] == ppn] if ppn is not None else t
+    lay = "/".join(sorted(set(map(str, g["layout"].dropna())))) if len(g) else None
+    n = native_beside(tn, lay, ppn) if len(tn) else tn
+    fixed = "size" if x == "procs" else "procs"
+    at = (g if len(g) else n)[fixed].agg("min" if x == "procs" else "max") if len(g) or len(n) else 0
+    g, n = g[g[fixed] == at], (n[n[fixed] == at] if len(n) else n)
+    if x == "procs" and len(g) and len(n):
+        n = n[n["procs"].isin(g["procs"])]
+    return g, n, lay, at
+
+
+def speedups(g: pd.DataFrame, n: pd.DataFrame, x: str, lay) -> pd.DataFrame:
+    """NAP's speedups of one figure column as rows (``x``, ``speedup``, ``series``); over
+    MPICH's own SMP only where both saw the same real nodes (Bienz et al., Figs. 16-17)."""
+    p = pivot(g, [x]) if len(g) else pd.DataFrame(
+        columns=[x, "nap_mean", "speedup_vs_rd", "speedup_vs_smp"])
+    parts = [p[[x]].assign(speedup=p["speedup_vs_rd"], series="NAP vs RD"),
+             p[[x]].assign(speedup=p["speedup_vs_smp"], series="NAP vs SMP")]
+    ms = n[n["series"] == "native:smp@mpich"] if len(n) else n
+    if lay == "real" and len(p) and len(ms):
+        v = p.merge(ms[[x, "mean"]].rename(columns={"mean": "native_smp"}), on=x)
+        parts.append(v[[x]].assign(speedup=v["native_smp"] / v["nap_mean"],
+                                   series="NAP vs MPICH SMP (native)"))
+    return pd.concat(parts, ignore_index=True).astype({x: float, "speedup": float})

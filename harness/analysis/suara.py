@@ -3,8 +3,9 @@ undelayed rows with their parameters and records (``load``), the Hockney paramet
 the campaign's Open MPI cells or the paper's (``fitted_params``), each (library, P, size)'s
 AUTO and BEST native allreduce (``native_refs``: the comparable native cells,
 ``harness.analysis.best.fastest``), SUARA2's own-choice cells beside them (``suara_auto``), the
-3-step baseline (``three_step``), the grid sweeps (``sweeps``) and the models the agreement
-check uses (``agreement_models``). Written and drawn by ``harness/report/suara.py``.
+3-step baseline (``three_step``), SUARA2's choices with the model's time (``choices``), the
+grid sweeps (``sweeps``), the models the agreement check uses (``agreement_models``) and the
+check itself (``agreement``). Written and drawn by ``harness/report/suara.py``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .. import models
@@ -20,7 +22,7 @@ from ..results.store import row_json
 from .auto_vs_best import load_summary
 from .best import fastest
 from .fit import fit_campaign
-from .vocabulary import AUTO, comparable_mask, timed_mask
+from .vocabulary import AUTO, comparable_mask, is_oversubscribed, timed_mask
 
 TO_MODEL = {**models.NATIVE_OPENMPI, **models.HARNESS}
 KEYS = ["library", "procs", "size", "dtype", "op"]
@@ -119,3 +121,81 @@ def agreement_models(summary_csv, fitted: models.Params | None = None, how: str 
     if fitted is not None and how.startswith("fitted"):
         used.append(("fitted to this summary", fitted))
     return used
+
+
+def has_ci(r) -> bool:
+    """A row with a finite 95% CI (one repetition, an oversubscribed cell's budget, has none)."""
+    return bool(math.isfinite(float(r["ci_low"])) and math.isfinite(float(r["ci_high"])))
+
+
+def choices(d: pd.DataFrame, params: models.Params) -> pd.DataFrame:
+    """SUARA2's own-choice cells (``suara_auto``) with the 3-step baseline beside them, sorted
+    by library, P and size, and ``predicted``: the model's time of the grid and combination
+    the cell's record says it chose (NaN without one)."""
+    s = suara_auto(d).merge(three_step(d), on=KEYS, how="left")
+    s = s.sort_values(["library", "procs", "size"])
+
+    def predicted(r) -> float:
+        rec = r["r"]
+        ar, ac, pc = model_name(rec.get("row", "")), model_name(rec.get("col", "")), rec.get("P_c")
+        return (models.suara2_cost(ar, ac, int(r["procs"]), int(pc), float(r["size"]), params)
+                if ar and ac and pc else math.nan)
+    return s.assign(predicted=s.apply(predicted, axis=1).astype(float) if len(s) else [])
+
+
+def _grid_label(r, P: int) -> str:
+    """``6x2 (rs, rnos)``; a degenerate grid runs one dimension's algorithm alone."""
+    def short(name) -> str:
+        return model_name(str(name)) or str(name)
+    pc = int(r["P_c"])
+    what = (f"{short(r['row'])} alone" if pc == P else f"{short(r['col'])} alone" if pc == 1
+            else f"{short(r['row'])}, {short(r['col'])}")
+    return f"{P // pc}x{pc} ({what})"
+
+
+def _predict(g: pd.DataFrame, P: int, m: float, params: models.Params) -> pd.Series:
+    def pred(r):
+        ar, ac = model_name(r["row"]), model_name(r["col"])
+        try:
+            return models.suara2_cost(ar, ac, P, int(r["P_c"]), m, params) if ar and ac else math.nan
+        except KeyError:  # the model has no (alpha, beta) of that algorithm
+            return math.nan
+    return g.apply(pred, axis=1).astype(float)
+
+
+def agreement(d: pd.DataFrame, params) -> list[dict]:
+    """Sect. 5's check, per (library, P, size, dtype, op) whose grids and combinations were
+    swept (``sweeps``) and per model (``params``: one ``Params`` or a list of ``(label,
+    Params)``): the model's pick among the configurations measured (every configuration it
+    predicts within 1e-9 of its minimum counts as its pick: 1 x P and P x 1 with the same
+    algorithm are the same single algorithm; the fastest measured of them is ``pick``), the
+    measured best, whether they agree, the rank of the pick among the measured (1 = fastest),
+    its loss ``pick time / best time - 1`` and the verdict: a tie when the two CIs overlap,
+    undecided when either has no CI. ``crowded``: some cell oversubscribed (no claim)."""
+    used = [("model", params)] if isinstance(params, models.Params) else list(params)
+    rows = []
+    for key, g in sweeps(d).groupby(KEYS):
+        if len(g) < 2:
+            continue
+        P, m = int(key[1]), float(key[2])
+        g = g.sort_values("mean", kind="stable")
+        g = g.assign(rank=np.arange(1, len(g) + 1))
+        mb = g.iloc[0]
+        crowded = bool(g.apply(is_oversubscribed, axis=1).any())
+        for name, mp in used:
+            pr = _predict(g, P, m, mp)
+            if not np.isfinite(pr).any():
+                continue
+            picks = g[pr <= np.nanmin(pr) * (1 + 1e-9)]
+            pk = picks.iloc[0]
+            agree = pk.name == mb.name
+            overlap = pk["ci_low"] <= mb["ci_high"] and mb["ci_low"] <= pk["ci_high"]
+            verdict = ("agree" if agree else "tie (CIs overlap)" if overlap
+                       else "loss" if has_ci(pk) and has_ci(mb) else "undecided (no CI)")
+            rows.append({"library": key[0], "procs": P, "size": m, "model": name,
+                         "configurations": len(g), "pick": pk, "pick_label": _grid_label(pk, P),
+                         "tied": len(picks) - 1, "predicted": float(np.nanmin(pr)), "best": mb,
+                         "best_label": _grid_label(mb, P), "agree": agree, "rank": int(pk["rank"]),
+                         "loss": pk["mean"] / mb["mean"] - 1, "verdict": verdict,
+                         "crowded": crowded})
+    return rows

@@ -56,7 +56,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -79,11 +78,12 @@ from ..analysis.castello import (
 from ..analysis.castello import FIG1, fig1_curves  # noqa: F401  (the models' curves, Fig. 1)
 from ..analysis.castello import size_grid as _grid
 from ..models import maxrate
+from ..units import format_number
 from . import facets, style, tables
 
 
 def _n(v) -> str:
-    return "" if not np.isfinite(v) else (f"{v:.0f}" if v >= 100 else f"{v:.3g}")
+    return format_number(v, ".0f" if v >= 100 else ".3g")
 
 
 def write_model_table(t: pd.DataFrame, base, doc: dict) -> list[Path]:
@@ -109,8 +109,8 @@ def write_params_table(t: pd.DataFrame, base) -> list[Path]:
     rows = [[r.source, tables.format_time(r.alpha)[0], f"{r.beta:.3g}",
              f"{1 / r.beta / 1e9:.3g}" if r.beta > 0 else "inf", f"{r.gamma:.3g}",
              f"{1 / r.gamma / 1e9:.3g}" if r.gamma > 0 else "inf",
-             "" if not np.isfinite(r.r2) else f"{r.r2:.4f}",
-             "" if not np.isfinite(r.n) else str(int(r.n))] for r in t.itertuples(index=False)]
+             format_number(r.r2, ".4f"), format_number(r.n, ".0f")]
+            for r in t.itertuples(index=False)]
     cap = ("Network parameters: Hockney alpha, beta from one-pair ping-pong (least squares "
            "weighted by 1/time), gamma from local reductions, beside Castelló et al.'s "
            "(gamma = 8e9 FP32 flop/s as 4 B per flop) and SUARA Table 4's.")
@@ -119,10 +119,6 @@ def write_params_table(t: pd.DataFrame, base) -> list[Path]:
 
 
 # --------------------------------------------------------------------------- figures
-
-
-def _size_axis(ax, lo, hi, label=None):
-    facets.size_axis(ax, [lo, hi], label=label, limits=(lo / 2**0.3, hi * 2**0.3))
 
 
 def _table1_look(alg: str) -> facets.Look:
@@ -203,7 +199,8 @@ def fig1(doc: dict | None, path) -> list[Path]:
         handles[label] = Line2D([], [], color="0.2", ls=ls)
     for panel, ax, fixed in panels:
         if panel == "size":
-            _size_axis(ax, 2**4, 2**28, "message size n (bytes per node)")
+            facets.size_axis(ax, [], label="message size n (bytes per node)",
+                             limits=(2**4 / 2**0.3, 2**28 * 2**0.3))
         elif panel == "nodes":
             ax.set_xscale("log", base=2)
             ax.set_xticks([2, 4, 8, 16, 32, 64, 128, 256])
@@ -310,7 +307,7 @@ def fig5(df: pd.DataFrame, doc: dict, path, ppns=(1, 2, 4, 8, 16)) -> list[Path]
             ax.plot(g["size"], g["mean"], ls="none", marker="x", ms=4,
                     color=LEVEL_STYLE[lv][0], alpha=0.5 + 0.5 * min(k, 8) / 8,
                     label=f"{lv.capitalize()} ping-pong, {k} pairs")
-    _size_axis(ax, lo, hi)
+    facets.size_axis(ax, [], limits=(lo / 2**0.3, hi * 2**0.3))
     ax.set_yscale("log")
     ax.set_ylabel("time of one message (s)")
     ax.legend(loc="upper left", fontsize=6.5, ncol=2)
@@ -330,8 +327,6 @@ def _net_from(fb: dict) -> str:
 
 
 # --------------------------------------------------------------------------- all
-
-
 
 
 def make(inputs) -> list[Path]:

@@ -17,7 +17,7 @@ import pandas as pd
 
 from . import style, tables
 from .guidelines import LABELS
-from .tables import format_size
+from ..units import format_number, format_size
 
 COLUMNS = ["library", "procs", "size", "dtype", "op", "timing", "buffers", "best", "auto_mean", "best_mean",
            "gain", "gain_ci_low", "gain_ci_high", "pairs", "campaign_gain", "verdict",
@@ -39,10 +39,6 @@ def load(paths) -> pd.DataFrame:
             df[c] = None
     df["role"] = df["role"].fillna("best")
     return df[COLUMNS].sort_values(["library", "procs", "size"], kind="stable").reset_index(drop=True)
-
-
-def _us(x) -> str:
-    return "" if x is None or not isinstance(x, (int, float)) or not math.isfinite(x) else f"{x * 1e6:.2f}"
 
 
 def _gain(r) -> str:
@@ -71,8 +67,8 @@ def _size(r) -> str:
 def _display(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     header = ["library", "P", "size", "AUTO (us)", "BEST", "BEST (us)", "gain [95% CI]", "verdict",
               "median gain, Wilcoxon"]
-    rows = [[r.library, str(r.procs), _size(r), _us(r.auto_mean),
-             str(r.best or "").replace("native:", ""), _us(r.best_mean), _gain(r), r.verdict,
+    rows = [[r.library, str(r.procs), _size(r), format_number(r.auto_mean, scale=1e6),
+             str(r.best or "").replace("native:", ""), format_number(r.best_mean, scale=1e6), _gain(r), r.verdict,
              _ranked(r)]
             for _, r in df.iterrows()]
     return header, rows
@@ -138,18 +134,14 @@ GUIDELINES_CAPTION = (
     "contains 1. Beside it: the median speedup (Hodges-Lehmann) and the exact Wilcoxon test.")
 
 
-def _ratio(x) -> str:
-    return f"{x:.2f}" if isinstance(x, (int, float)) and math.isfinite(x) else ""
-
-
 def write_guidelines(df: pd.DataFrame, tables_dir) -> list[Path]:
     """``tables/guidelines_confirmed``: the guideline entries, their verdicts read for the
     mock-up."""
     shown = df.assign(verdict=df["verdict"].map(lambda v: GUIDELINE_VERDICTS.get(v, v)))
     header = ["library", "P", "size", "AUTO (us)", "mock-up", "mock-up (us)",
               "speedup [95% CI]", "campaign speedup", "verdict", "median speedup, Wilcoxon"]
-    rows = [[r.library, str(r.procs), _size(r), _us(r.auto_mean), LABELS.get(r.best, r.best),
-             _us(r.best_mean), _gain(r), _ratio(r.campaign_gain), r.verdict, _ranked(r)]
+    rows = [[r.library, str(r.procs), _size(r), format_number(r.auto_mean, scale=1e6), LABELS.get(r.best, r.best),
+             format_number(r.best_mean, scale=1e6), _gain(r), format_number(r.campaign_gain), r.verdict, _ranked(r)]
             for _, r in shown.iterrows()]
     caption = GUIDELINES_CAPTION + (f" {len(shown)} violation(s) of the campaign measured again."
                                     if len(shown) else " The campaign showed no violation.")

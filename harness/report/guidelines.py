@@ -10,14 +10,13 @@ message size, one line per mock-up and P, filled markers where the guideline is 
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pandas as pd
 
 from ..analysis.guidelines import comparisons
 from . import facets, style, tables
-from .tables import format_size
+from ..units import format_number, format_size
 
 CAPTION = ("Performance guidelines: each library's AUTO against mock-ups made of its own "
            "collectives. Speedup = t_AUTO / t_mock-up; violation: the mock-up is faster with "
@@ -28,19 +27,15 @@ LABELS = {"reduce_bcast": "Reduce+Bcast", "reduce_scatter_allgather": "Reduce_sc
 ORDER = {"violation": 0, "holds": 1, "tie": 2, "oversubscribed": 3, "no data": 4}
 
 
-def _us(x) -> str:
-    return f"{x * 1e6:.2f}" if isinstance(x, (int, float)) and math.isfinite(x) else ""
-
-
 def write(t: pd.DataFrame, tables_dir) -> list[Path]:
     t = t.assign(_o=t["verdict"].map(ORDER)).sort_values(
         ["_o", "library", "procs", "size"], kind="stable").drop(columns="_o")
     header = ["library", "P", "size", "AUTO (us)", "mock-up", "mock-up (us)", "speedup",
               "verdict"]
     rows = [[style.library_title(r.library), str(r.procs),
-             format_size(r.size) + (" rotated" if r.buffers == "rotate" else ""), _us(r.auto_mean),
-             LABELS.get(r.mock_up, r.mock_up), _us(r.mock_mean),
-             f"{r.speedup:.2f}" if math.isfinite(r.speedup) else "", r.verdict]
+             format_size(r.size) + (" rotated" if r.buffers == "rotate" else ""), format_number(r.auto_mean, scale=1e6),
+             LABELS.get(r.mock_up, r.mock_up), format_number(r.mock_mean, scale=1e6),
+             format_number(r.speedup), r.verdict]
             for r in t.itertuples()]
     violations = int((t["verdict"] == "violation").sum())
     caption = CAPTION + (f" {violations} violation(s)." if len(t) else " No cell has both.")

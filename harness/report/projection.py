@@ -99,7 +99,7 @@ HEADER = ["P", "size", "SUARA2 model: winner", "time", "best single", "time", "s
 
 
 def _t(seconds) -> str:
-    return tables.format_time(float(seconds))[0] if np.isfinite(seconds) else "–"
+    return tables.format_time(float(seconds))[0] or "–"
 
 
 def table_rows(df: pd.DataFrame) -> list[list[str]]:
@@ -152,22 +152,6 @@ def _p_axis(ax, lo, hi) -> None:
         [2 ** k for k in range(0, 40) if lo <= 2 ** k <= hi]))
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel("processes P")
-
-
-def _size_axis(ax, lo, hi, axis="y") -> None:
-    facets.size_axis(ax, [lo, hi], axis=axis, limits=(lo, hi))
-
-
-def _time_axis(ax) -> None:
-    """Log axis of times given in µs, labelled 2 µs, 10 µs, 1 ms, 1 s."""
-    def label(v, _):
-        return tables.format_time(v * 1e-6)[0].replace(".00", "").replace(".0 ", " ")
-    lo, hi = ax.get_ylim()
-    subs = (1.0, 2.0, 5.0) if hi / max(lo, 1e-300) < 100 else (1.0,)
-    ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=subs))
-    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(label))
-    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.set_ylabel("modelled time")
 
 
 def _mix(colour, w: float):
@@ -258,7 +242,7 @@ def suara_figure(pp: ProjectionParams, region: Region | None, path, max_procs=MA
                         va="center", fontsize=5.5, color="white" if
                         _shade(sup[i, j], top) > 0.6 else "black", zorder=4)
     _p_axis(ax, xe[0], xe[-1])
-    _size_axis(ax, ye[0], ye[-1])
+    facets.size_axis(ax, [], axis="y", limits=(ye[0], ye[-1]))
     _outline(ax, region, xe, ye)
     present = [w for w in [SUARA, *models.ALL6] if (sm["winner"] == w).any()]
     handles = [Patch(color=_mix(colours[w], 0.85 if w == SUARA else FLAT),
@@ -342,7 +326,7 @@ def node_aware_figure(pp: ProjectionParams, regions: dict[int, Region], path, pp
         xe, ye = _paint(ax, procs, sizes, na["winner"], na["speedup"], NA_COLORS,
                         {"smp", "nap"}, top)
         _p_axis(ax, xe[0], xe[-1])
-        _size_axis(ax, ye[0], ye[-1])
+        facets.size_axis(ax, [], axis="y", limits=(ye[0], ye[-1]))
         region = regions.get(ppn)
         _outline(ax, region, xe, ye)
         ax.set_title(f"ppn {ppn} (P = nodes × {ppn})\n"

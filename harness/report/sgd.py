@@ -26,6 +26,7 @@ from matplotlib.figure import Figure
 from ..analysis.sgd import ORDER, PAPER, table5  # noqa: F401  (the table's numbers)
 from ..analysis.sgd import order as _order
 from ..fileio import read_json
+from ..units import format_number
 from . import style, tables
 
 NAMES = {"ring": "Ring", "slt": "SLT", "prr": "PRR"}
@@ -35,10 +36,6 @@ SMOOTH = 10  # iterations of the loss figure's moving average
 
 def _ms(v) -> str:
     return "" if not math.isfinite(v) else (f"{v * 1e3:.3f}" if v < 0.01 else f"{v * 1e3:.2f}")
-
-
-def _s(v) -> str:
-    return "" if not math.isfinite(v) else f"{v:.2f}"
 
 
 def _x(v, lo=math.nan, hi=math.nan) -> str:
@@ -62,13 +59,13 @@ def _rows(t: pd.DataFrame) -> list[list[str]]:
             if math.isfinite(r.allreduce_ci_low) else "",
             _x(r.allreduce_speedup, r.allreduce_speedup_ci_low, r.allreduce_speedup_ci_high)
             if r.algorithm != "ring" else "1.000",
-            _s(r.total_mean), f"{_s(r.total_ci_low)}–{_s(r.total_ci_high)}"
+            format_number(r.total_mean), f"{format_number(r.total_ci_low)}–{format_number(r.total_ci_high)}"
             if math.isfinite(r.total_ci_low) else "",
             _x(r.total_speedup, r.total_speedup_ci_low, r.total_speedup_ci_high)
             if r.algorithm != "ring" else "1.000",
             _ms(r.estimate_wait) if r.algorithm in ("slt", "prr") else "–",
             f"{r.test_accuracy:.3f}",
-            f"{r.paper_allreduce * 1e3:.1f}" if math.isfinite(r.paper_allreduce) else "",
+            format_number(r.paper_allreduce, ".1f", 1e3),
             f"{r.paper_allreduce_speedup:.3f}" if math.isfinite(r.paper_allreduce_speedup) else "",
             f"{r.paper_total:.1f}" if math.isfinite(r.paper_total) else "",
             f"{r.paper_total_speedup:.3f}" if math.isfinite(r.paper_total_speedup) else "",

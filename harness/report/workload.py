@@ -36,6 +36,7 @@ from matplotlib.figure import Figure
 from ..analysis.workload import KEYS, REFERENCE, normalised, rows, table  # noqa: F401
 from ..analysis.workload import images as _images
 from . import style, tables
+from ..units import format_number
 from .dnn_traces import make_fig7
 
 TABLES = ("workload", "workload_normalised")
@@ -44,10 +45,6 @@ FIGURES = ("workload_fig9", "workload_fig10")
 
 def _label(r) -> str:
     return f"{r['model']} {r['fusion']} {r['precision']}"
-
-
-def _time(v: float) -> str:
-    return tables.format_time(v)[0] if math.isfinite(v) else ""
 
 
 CAPTION = ("One training iteration's gradient communication (every allreduce call of the "
@@ -76,12 +73,11 @@ def _display(t: pd.DataFrame) -> tuple[list[str], list[list]]:
         out.append([
             style.library_label(r["library"], r["library_version"]), str(int(r["procs"])),
             _label(r) + f" b={int(r['batch'])}", str(r["calls"]), f"{r['size'] / 2**20:.1f} MiB",
-            (_time(r["auto_mean"]) or r["auto_status"]) + dag(r["auto_status"]), aci,
+            (tables.format_time(r["auto_mean"])[0] or r["auto_status"]) + dag(r["auto_status"]), aci,
             tables.algorithm_label(r["best_algorithm"]) if r["best_algorithm"] else "none",
-            _time(r["best_mean"]) + dag(r["best_status"]), bci, gain,
-            f"{r['auto_images']:.1f}" if math.isfinite(r["auto_images"]) else "",
-            f"{r['best_images']:.1f}" if math.isfinite(r["best_images"]) else "",
-            f"{r['best_images_overlap']:.1f}" if math.isfinite(r["best_images_overlap"]) else "",
+            tables.format_time(r["best_mean"])[0] + dag(r["best_status"]), bci, gain,
+            format_number(r["auto_images"], ".1f"), format_number(r["best_images"], ".1f"),
+            format_number(r["best_images_overlap"], ".1f"),
         ])
     return header, out
 
@@ -149,7 +145,7 @@ def figure_images(t: pd.DataFrame, base: Path) -> list[Path]:
         _library_bars(ax, d, sorted({_label(r) for r in d.to_dict("records")}), images,
                       "images/s (projected)",
                       f"P = {p}, batch {', '.join(str(int(b)) for b in sorted(d.batch.unique()))}"
-                      f" per rank, compute {', '.join(_time(c) or '0' for c in compute)}"
+                      f" per rank, compute {', '.join(tables.format_time(c)[0] or '0' for c in compute)}"
                       + (" (communication only)" if compute == [0.0] else ""),
                       err=lambda x, col: _err(x, col.split("_")[0]))
     fig.suptitle(title)
