@@ -44,10 +44,9 @@ def _read(path: Path) -> pd.DataFrame | None:
 
 def _num(x) -> float:
     try:
-        v = float(x)
+        return float(x)
     except (TypeError, ValueError):
         return math.nan
-    return v
 
 
 def _where(r) -> str:
@@ -72,22 +71,22 @@ def _launches(r, ratio: str) -> str:
             f"{int(_num(r.get('pairs')) or 0)} paired launches")
 
 
-def _verdicts(path: Path, claimed: tuple[str, ...], tied) -> tuple[pd.DataFrame | None, int]:
-    """The rows of the table at ``path`` whose verdict is ``claimed``, and how many are ties
-    (``tied``: the verdict of a tie, or a test of it)."""
+def _verdicts(path: Path, claimed: tuple[str, ...], tied) -> tuple[list[dict] | None, int]:
+    """The rows of the table at ``path`` whose verdict is ``claimed`` (None: no table), and
+    how many are ties (``tied``: the verdict of a tie, or a test of it)."""
     df = _read(path)
     if df is None:
         return None, 0
     verdict = df["verdict"].astype(str)
     ties = verdict.map(tied) if callable(tied) else verdict == tied
-    return df[verdict.isin(claimed)], int(ties.sum())
+    return df[verdict.isin(claimed)].to_dict("records"), int(ties.sum())
 
 
 def confirmed(tables_dir: Path) -> tuple[list[Finding], int]:
     path = tables_dir / "auto_vs_best_confirmed.csv"
-    df, ties = _verdicts(path, ("BEST faster", "AUTO faster"), "tie")
+    rows, ties = _verdicts(path, ("BEST faster", "AUTO faster"), "tie")
     out = []
-    for r in [] if df is None else df.to_dict("records"):
+    for r in rows or []:
         best = str(r.get("best") or "").replace("native:", "")
         who = f"BEST ({best}) faster than AUTO" if r["verdict"] == "BEST faster" \
             else f"AUTO faster than BEST ({best})"
@@ -106,25 +105,25 @@ def guideline_violations(tables_dir: Path) -> tuple[list[Finding], int]:
     (``guidelines_confirmed``); without that stage, the campaign's own, said to rest on one
     launch per side."""
     again = tables_dir / "guidelines_confirmed.csv"
-    df, ties = _verdicts(again, ("violation confirmed",), lambda v: v.startswith("not confirmed"))
-    if df is not None:
+    rows, ties = _verdicts(again, ("violation confirmed",), lambda v: v.startswith("not confirmed"))
+    if rows is not None:
         return [Finding(f"{_where(r)}: {LABELS.get(r['best'], r['best'])} {VIOLATED}, confirmed "
                         "in fresh launches", _launches(r, "speedup t_AUTO/t_mock-up"), again)
-                for r in df.to_dict("records")], ties
+                for r in rows], ties
     path = tables_dir / "guidelines.csv"
-    df, ties = _verdicts(path, ("violation",), "tie")
+    rows, ties = _verdicts(path, ("violation",), "tie")
     return [Finding(f"{_where(r)}: {LABELS.get(r['mock_up'], r['mock_up'])} {VIOLATED}",
                     f"speedup t_AUTO/t_mock-up {_num(r['speedup']):.2f}x, 95% CIs apart "
                     f"(AUTO {_num(r['auto_mean']) * 1e6:.2f} us, mock-up "
                     f"{_num(r['mock_mean']) * 1e6:.2f} us), one launch each, not measured again",
-                    path) for r in ([] if df is None else df.to_dict("records"))], ties
+                    path) for r in rows or []], ties
 
 
 def tuned_gains(tables_dir: Path) -> tuple[list[Finding], int]:
     path = tables_dir / "tuned.csv"
-    df, ties = _verdicts(path, ("tuned faster", "AUTO faster"), "tie")
+    rows, ties = _verdicts(path, ("tuned faster", "AUTO faster"), "tie")
     out = []
-    for r in [] if df is None else df.to_dict("records"):
+    for r in rows or []:
         held = " (held out: not measured by the campaign)" if str(r.get("held_out")) == "True" else ""
         who = "the tuning file beats AUTO" if r["verdict"] == "tuned faster" \
             else "AUTO beats the tuning file"

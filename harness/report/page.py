@@ -1,22 +1,12 @@
 """The campaign's report page, ``results/<c>/report/index.html``: one self-contained HTML file
 (figures inline as PNG data, a few lines of plain JavaScript, no network) that reads like a
-paper:
-
-- a table of contents;
-- the campaign: config, git commit, libraries and their version strings, hosts, cores,
-  dates, the store check, what the times are, a warning when some run had more ranks than
-  cores;
-- the findings: one line per claim of the campaign's tables (``findings.py``), ties counted,
-  nothing from an oversubscribed launch;
-- one section per report the campaign has (``registry.py``, in its order): what it
-  reproduces, its claims, its figures, then its tables, each as ``tables.py`` rendered it
-  (``<name>.html``: the rows that claim nothing, oversubscribed or not converged, folded
-  in a closed section under the table); the page parses no table;
-- the cells by status per experiment (a cell that serves two experiments counts in both),
-  the experiments read from the store (each run's spec, each not-applicable run document),
-  with the reasons of the unfinished cells;
-- the cells, sortable by any column and filtered by a text box, and how to measure one again;
-- links to the raw files.
+paper: contents; the campaign (config, commit, libraries, hosts, cores, dates, the store
+check, what the times are, a warning when a run was oversubscribed); the findings
+(``findings.py``); one section per report of ``registry.py`` in its order (what it
+reproduces, its claims, figures, then tables as ``tables.py`` rendered them to HTML: the
+page parses no table); the cells by status per experiment (from the store's run specs and
+not-applicable run documents) with the reasons of the unfinished ones; the cells, sortable
+and filtered, and how to measure one again; links to the raw files.
 
 ``make_page(inputs, out, config, configfile)`` takes the campaign's ``inputs.Inputs``.
 """
@@ -85,6 +75,13 @@ def _e(x) -> str:
 
 def _rel(path: Path, base: Path) -> str:
     return os.path.relpath(path, base)
+
+
+def _table(head, rows, attrs: str = "", th: str = "<th>") -> str:
+    """An HTML table: the ``head`` cells (text) and ``rows`` (each its cells' HTML)."""
+    heads = "".join(f"{th}{_e(h)}</th>" for h in head)
+    return (f"<table{attrs}><thead><tr>{heads}</tr></thead><tbody>"
+            + "\n".join(f"<tr>{r}</tr>" for r in rows) + "</tbody></table>")
 
 
 def _documents(store: Path) -> tuple[list[dict], dict[str, list[str]]]:
@@ -172,19 +169,16 @@ def _outputs(tables_dir: Path, figures_dir: Path) -> dict[str, dict[str, list[Pa
     """report name ('' for none) -> {"figures": [...], "tables": [...]} present on disk, each
     in its report's declared order."""
     out: dict = {}
-    for kind, paths in (("tables", sorted(tables_dir.glob("*.csv"))),
-                        ("figures", sorted(figures_dir.glob("*.png")))):
-        for p in paths:
+    for kind, paths in (("tables", tables_dir.glob("*.csv")), ("figures", figures_dir.glob("*.png"))):
+        for p in sorted(paths):
             report = report_of(p.stem)
-            out.setdefault(report.name if report else "", {"tables": [], "figures": []})[
-                kind].append(p)
+            out.setdefault(report.name if report else "", {"tables": [], "figures": []})[kind].append(p)
     for name, files in out.items():
-        if name:
-            order = [s.replace("{library}", "").replace("{experiment}", "")
-                     for s in REPORTS[name].tables + REPORTS[name].figures]
-            for kind in files:
-                files[kind].sort(key=lambda p: min((i for i, s in enumerate(order)
-                                                    if p.stem.startswith(s)), default=99))
+        order = [s.replace("{library}", "").replace("{experiment}", "")
+                 for s in (REPORTS[name].tables + REPORTS[name].figures if name else ())]
+        for kind in files:
+            files[kind].sort(key=lambda p: next((i for i, s in enumerate(order)
+                                                 if p.stem.startswith(s)), 99))
     return out
 
 
@@ -270,19 +264,18 @@ def _status_counts(summary: pd.DataFrame, experiments: dict[str, list[str]]) -> 
     counts = pd.crosstab(pairs["experiment"], pairs["status"])
     counts = counts.reindex(columns=[s for s in STATUSES if s in counts.columns])
     order = sorted(i for i in counts.index if i != "all cells") + ["all cells"]
-    head = "".join(f"<th>{_e(c)}</th>" for c in ["experiment", *counts.columns])
-    rows = "".join(f"<tr><td>{_e(i)}</td>" + "".join(
-        f'<td class="num">{n or ""}</td>' for n in counts.loc[i]) + "</tr>" for i in order)
-    out = [f'<table class="counts"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>']
+    out = [_table(["experiment", *counts.columns],
+                  [f"<td>{_e(i)}</td>" + "".join(f'<td class="num">{n or ""}</td>'
+                                                   for n in counts.loc[i]) for i in order],
+                  ' class="counts"')]
     bad = summary[status.isin(UNFINISHED)]
     if len(bad):
         why = bad["error"].where(bad["error"].astype(str) != "", "(no message)")
         reasons = bad.groupby([bad["status"].astype(str), why]).size()
-        out.append("<h3>Why cells did not finish</h3><table><tr><th>status</th><th>reason</th>"
-                   "<th>cells</th></tr>")
-        out += [f"<tr><td class='status-{_e(s)}'>{_e(s)}</td><td>{_e(r)}</td>"
-                f"<td class='num'>{n}</td></tr>" for (s, r), n in reasons.items()]
-        out.append("</table>")
+        out += ["<h3>Why cells did not finish</h3>", _table(
+            ["status", "reason", "cells"],
+            [f"<td class='status-{_e(s)}'>{_e(s)}</td><td>{_e(r)}</td><td class='num'>{n}</td>"
+             for (s, r), n in reasons.items()])]
     return "\n".join(out)
 
 
@@ -296,17 +289,15 @@ def _cell(column: str, v) -> str:
 
 
 def _cells(summary: pd.DataFrame, campaign: str, configfile: str | None) -> str:
-    head = "".join(f'<th data-sort="1">{_e(c)}</th>' for c in COLUMNS)
-    rows = ["<tr>" + "".join(_cell(c, r.get(c)) for c in COLUMNS) + "</tr>"
-            for r in summary.to_dict("records")]
+    rows = ["".join(_cell(c, r.get(c)) for c in COLUMNS) for r in summary.to_dict("records")]
+    table = _table(COLUMNS, rows, ' id="cells"', '<th data-sort="1">')
     cfg = f" --configfile {configfile}" if configfile else ""
     again = f"harness run --campaign {campaign} --cell CELL_ID{cfg}"
     return (f"<p>Measure a cell again: <code>{_e(again)}</code>; the failed, wrong and timed "
             f"out ones: <code>harness retry {_e(campaign)}</code>.</p>"
             '<p><input id="filter" placeholder="filter cells" oninput="filterCells(this)"> '
             "Click a column header to sort.</p>"
-            f'<div class="scroll"><table id="cells"><thead><tr>{head}</tr></thead><tbody>'
-            + "\n".join(rows) + "</tbody></table></div>")
+            f'<div class="scroll">{table}</div>')
 
 
 def _raw(store: Path, inputs, page_dir: Path) -> str:
@@ -358,5 +349,3 @@ def make_page(inputs, out, config: str = "", configfile: str | None = None) -> P
     atomic_write_text(out, text)
     return out
 
-
-__all__ = ["make_page"]

@@ -253,24 +253,26 @@ def _spec(align: str | None, n: int) -> str:
     return (align + align[-1] * n)[:n]
 
 
+def _cell(cell) -> dict:
+    return cell if isinstance(cell, dict) else {"text": cell}
+
+
+def _marked(text: str, cell: dict, dagger: str, bold: str) -> str:
+    """``text`` (not empty) with the cell's ``dagger`` and in ``bold`` (a format) if flagged."""
+    text += dagger if cell.get("dagger") and text else ""
+    return bold.format(text) if cell.get("bold") and text else text
+
+
 def _md_cell(cell, escape: bool) -> str:
-    c = cell if isinstance(cell, dict) else {"text": cell}
-    t = str(c["text"])
-    if escape:
-        t = t.replace("|", "\\|")
-    if c.get("dagger") and t:
-        t += " †"
-    return f"**{t}**" if c.get("bold") and t else t
+    c = _cell(cell)
+    return _marked(str(c["text"]).replace("|", "\\|") if escape else str(c["text"]), c, " †",
+                   "**{}**")
 
 
 def _tex_cell(cell, esc) -> str:
     if not isinstance(cell, dict):
         return esc(cell)
-    t = esc(cell.get("tex", cell["text"]))
-    if cell.get("dagger") and t:
-        t += r"$^\dagger$"
-    if cell.get("bold") and t:
-        t = rf"\textbf{{{t}}}"
+    t = _marked(esc(cell.get("tex", cell["text"])), cell, r"$^\dagger$", r"\textbf{{{}}}")
     return rf"{{\scriptsize [{t}]}}" if cell.get("interval") and t else t
 
 
@@ -357,10 +359,8 @@ def _html_table(header, rows, align) -> str:
             out.append(f'<tr><td colspan="{n}"><i>{html.escape(row)}</i></td></tr>')
             continue
         tds = []
-        for c, a in zip((c if isinstance(c, dict) else {"text": c} for c in row),
-                        spec.ljust(len(row), "l")):
-            t = html.escape(str(c["text"])) + (" †" if c.get("dagger") and str(c["text"]) else "")
-            t = f"<b>{t}</b>" if c.get("bold") and t else t
+        for c, a in zip(map(_cell, row), spec.ljust(len(row), "l")):
+            t = _marked(html.escape(str(c["text"])), c, " †", "<b>{}</b>")
             tds.append(f'<td class="num">{t}</td>' if c.get("numeric") or a == "r" else f"<td>{t}</td>")
         out.append("<tr>" + "".join(tds) + "</tr>")
     return "\n".join(out + ["</tbody></table>"])
