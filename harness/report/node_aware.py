@@ -23,7 +23,7 @@ are told apart by processes per node (``ppn``, from the record), P and size.
 - ``tables_dir/node_aware_times.{md,tex,csv}``: mean times of RD, SMP and NAP and NAP's
   speedups per ppn, P and size;
 - ``figures_dir/node_aware_fig1.{png,pdf}``, ``tables_dir/node_aware_fig1.{md,tex,csv}``:
-  Fig. 1, each library's AUTO reducing one double (8 B) against P (``make_fig1``).
+  Fig. 1, each library's AUTO reducing one double (8 B) against P (``fig1_table``).
 
 Beside RD/SMP/NAP the figures and the time table show the libraries' own allreduce when the
 summary has it (``load_native``): MPICH's forced SMP (``native:smp``, "MPI" of Figs. 16-17)
@@ -38,10 +38,10 @@ Returns the written paths. CLI: ``python -m harness.report node_aware --store re
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
@@ -50,18 +50,21 @@ from ..analysis.node_aware import (
     NATIVE_SERIES,
     counts_table,
     fig1_table,
+    figure_column,
     load,
     load_native,
     native_series,
-    pivot,
+    speedups,
     times_table,
 )
 from ..analysis.netparams import maxrate_params
 from ..analysis.vocabulary import is_timed, oversubscribed_mask, timed_mask
 from ..models import maxrate
+from ..units import format_number
+
+_int = functools.partial(format_number, spec=".0f")  # a count, a P, a ppn
 from . import facets, style, tables
 
-LABELS = {"recursive_doubling": "RD", "smp": "SMP", "nap": "NAP"}
 # NAP's speedup lines: over whom, drawn in that one's look
 SPEEDUPS = {"NAP vs RD": "recursive_doubling", "NAP vs SMP": "smp",
             "NAP vs MPICH SMP (native)": "native:smp@mpich"}
@@ -89,7 +92,7 @@ def _look(series: str) -> facets.Look:
 
 
 def _label(series: str) -> str:
-    return LABELS.get(series) or native_label(series)
+    return style.NODE_AWARE.get(series) or native_label(series)
 
 
 def _order(names) -> list[str]:
@@ -100,17 +103,6 @@ def _order(names) -> list[str]:
 def _speedup_look(name: str) -> facets.Look:
     ref = SPEEDUPS[name]
     return dataclasses.replace(_look(ref), ls={"recursive_doubling": "-", "smp": "--"}.get(ref, ":"))
-
-
-def _native_for(nat: pd.DataFrame, harness_layout: str | None, ppn) -> pd.DataFrame:
-    """The native rows drawn beside one ppn column: on a real layout those whose real
-    processes per node are that ppn (comparable); on an emulated one all of them (one node
-    here: not comparable, said on the figure)."""
-    if nat is None or nat.empty:
-        return nat if nat is not None else pd.DataFrame()
-    if harness_layout == "real" and ppn is not None:
-        return nat[np.isclose(nat["ppn"], float(ppn))]
-    return nat
 
 
 def _real_note(nat: pd.DataFrame) -> str:
@@ -128,15 +120,11 @@ def _real_note(nat: pd.DataFrame) -> str:
 LAYOUT = dict(placement="t", align="lr", bold_header=True, bold_caption=True, escape=False)
 
 
-def _int(v) -> str:
-    return "" if v is None or (isinstance(v, float) and not math.isfinite(v)) else str(int(v))
-
-
 def write_counts(table: pd.DataFrame, base: Path) -> list[Path]:
     header = ["ppn", "nodes n", "P", "size", "algorithm", "inter msgs", "intra msgs",
               "inter bytes", "intra bytes", "inter msgs (all ranks)", "⌈log_ppn n⌉", "⌈log2 n⌉"]
     rows = [[_int(r.ppn), _int(r.n_nodes), _int(r.procs), tables.format_size(r.size),
-             LABELS[r.algorithm], _int(r.inter_msgs), _int(r.intra_msgs), _int(r.inter_bytes),
+             style.NODE_AWARE[r.algorithm], _int(r.inter_msgs), _int(r.intra_msgs), _int(r.inter_bytes),
              _int(r.intra_bytes), _int(r.inter_msgs_total), _int(r.log_ppn_n), _int(r.log2_n)]
             for r in table.itertuples(index=False)]
     caption = ("Point-to-point messages per allreduce call: the most any one rank sends to "
@@ -187,42 +175,6 @@ def write_times(table: pd.DataFrame, base: Path) -> list[Path]:
 
 # ----------------------------------------------------------------------------------- figures
 
-def _column(t: pd.DataFrame, tn: pd.DataFrame, ppn, x: str):
-    """One ppn column: (RD/SMP/NAP rows, the native rows beside them, title, layout of the
-    harness rows): vs P at the smallest size, vs size at the largest P."""
-    g = t[t["ppn"] == ppn] if ppn is not None else t
-    lay = "/".join(sorted(set(map(str, g["layout"].dropna())))) if len(g) else None
-    n = _native_for(tn, lay, ppn) if len(tn) else tn
-    if x == "procs":
-        size = g["size"].min() if len(g) else (n["size"].min() if len(n) else 0)
-        g, n = g[g["size"] == size], (n[n["size"] == size] if len(n) else n)
-        if len(g) and len(n):
-            n = n[n["procs"].isin(g["procs"])]
-        sub = f"ppn = {int(ppn)}, {tables.format_size(size)} per process" if ppn else ""
-    else:
-        procs = g["procs"].max() if len(g) else (n["procs"].max() if len(n) else 0)
-        g, n = g[g["procs"] == procs], (n[n["procs"] == procs] if len(n) else n)
-        sub = f"ppn = {int(ppn)}, P = {int(procs)}" if ppn else ""
-    if lay and lay != "real" and ppn is not None:
-        sub += f" ({lay})"
-    return g, n, sub, lay
-
-
-def _speedups(g: pd.DataFrame, n: pd.DataFrame, x: str, lay) -> pd.DataFrame:
-    """NAP's speedups of one column as rows (``x``, ``speedup``, ``series``); over MPICH's own
-    SMP only where both saw the same real nodes (Figs. 16-17)."""
-    p = pivot(g, [x]) if len(g) else pd.DataFrame(
-        columns=[x, "nap_mean", "speedup_vs_rd", "speedup_vs_smp"])
-    parts = [p[[x]].assign(speedup=p["speedup_vs_rd"], series="NAP vs RD"),
-             p[[x]].assign(speedup=p["speedup_vs_smp"], series="NAP vs SMP")]
-    ms = n[n["series"] == "native:smp@mpich"] if len(n) else n
-    if lay == "real" and len(p) and len(ms):
-        v = p.merge(ms[[x, "mean"]].rename(columns={"mean": "native_smp"}), on=x)
-        parts.append(v[[x]].assign(speedup=v["native_smp"] / v["nap_mean"],
-                                   series="NAP vs MPICH SMP (native)"))
-    return pd.concat(parts, ignore_index=True).astype({x: float, "speedup": float})
-
-
 def _figure(d: pd.DataFrame, x: str, path, title: str,
             nat: pd.DataFrame | None = None) -> list[Path]:
     """Columns per ppn: time vs ``x`` (top) and NAP's speedups (bottom); the native rows
@@ -240,9 +192,13 @@ def _figure(d: pd.DataFrame, x: str, path, title: str,
     handles: dict[str, object] = {}
     notes = set()
     for j, ppn in enumerate(ppns):
-        g, n, sub, lay = _column(t, tn, ppn, x)
+        g, n, lay, at = figure_column(t, tn, ppn, x)
+        sub = (f"ppn = {int(ppn)}, " + (f"{tables.format_size(at)} per process" if x == "procs"
+                                        else f"P = {int(at)}")) if ppn else ""
+        if lay and lay != "real" and ppn is not None:
+            sub += f" ({lay})"
         handles.update(facets.panel(axes[0, j], top, pd.concat([g, n]), factor))
-        if facets.panel(axes[1, j], low, _speedups(g, n, x, lay)):
+        if facets.panel(axes[1, j], low, speedups(g, n, x, lay)):
             axes[1, j].legend(loc="best")
         if len(n) and lay != "real":
             notes.add(_real_note(n))
@@ -266,7 +222,7 @@ def model_figure(path, params=None, ppn: int = 16, procs: int = 32768) -> list[P
     ax1, ax2 = fig.subplots(1, 2)
     nodes = [2 ** k for k in range(0, int(math.log2(procs // ppn)) + 1)]
     sizes = [8 * 2 ** k for k in range(0, 18)]
-    spec = facets.Spec(x="procs", series="algorithm", ci="none", ylog=False, label=LABELS.get,
+    spec = facets.Spec(x="procs", series="algorithm", ci="none", ylog=False, label=style.NODE_AWARE.get,
                        order=lambda a: [x for x in ALGORITHMS if x in a], ylabel="modelled time")
     model = {"rd": "recursive_doubling", "smp": "smp", "nap": "nap"}
     facets.curves(ax1, spec, [n * ppn for n in nodes], {
@@ -345,12 +301,6 @@ def _crowded_span(ax, key, t: pd.DataFrame, factor: float) -> None:
                 transform=ax.transAxes, ha="right", va="bottom", fontsize=7.5, color="0.3")
 
 
-def make_fig1(summary_csv, tables_dir, figures_dir) -> list[Path]:
-    table = fig1_table(summary_csv)
-    return (write_fig1_table(table, Path(tables_dir) / "node_aware_fig1")
-            + fig1_figure(table, Path(figures_dir) / "node_aware_fig1"))
-
-
 def make(inputs) -> list[Path]:
     """Every node-aware table and figure; the model figure with the max-rate parameters of
     ``inputs.params`` when it has them."""
@@ -368,6 +318,8 @@ def make(inputs) -> list[Path]:
                        nat)
     written += _figure(d, "size", Path(figures_dir) / "node_aware_vs_size",
                        f"RD vs SMP vs NAP{beside} vs message size ({lib}, {layout} nodes)", nat)
-    written += make_fig1(summary, tables_dir, figures_dir)
+    fig1 = fig1_table(summary)
+    written += write_fig1_table(fig1, Path(tables_dir) / "node_aware_fig1")
+    written += fig1_figure(fig1, Path(figures_dir) / "node_aware_fig1")
     fitted = maxrate_params(inputs.params) if inputs.params else None
     return written + model_figure(figures_dir / "node_aware_model", params=fitted)

@@ -37,11 +37,13 @@ from matplotlib.figure import Figure
 
 from .. import models
 from ..analysis.suara import TO_MODEL, agreement_models, fitted_params  # noqa: F401
+from ..analysis.suara import agreement as _agreement
+from ..analysis.suara import choices as _choices
+from ..analysis.suara import has_ci as _has_ci
 from ..analysis.suara import load as _load
 from ..analysis.suara import model_name as _model_name
 from ..analysis.suara import suara_auto as _suara_auto
 from ..analysis.suara import sweeps as _sweeps
-from ..analysis.suara import three_step as _three_step
 from ..analysis.vocabulary import is_oversubscribed as _crowded
 from . import facets, style, tables
 
@@ -51,7 +53,7 @@ LAYOUT = dict(placement="t", align="l", bold_header=True, bold_caption=True, esc
 
 
 def _t(seconds) -> str:
-    return tables.format_time(float(seconds))[0] if np.isfinite(seconds) else "–"
+    return tables.format_time(float(seconds))[0] or "–"
 
 
 def _speedup(r, ref: str) -> str:
@@ -69,15 +71,10 @@ def _speedup(r, ref: str) -> str:
 
 
 def choice_table(d: pd.DataFrame, params: models.Params) -> pd.DataFrame:
-    s = _suara_auto(d).merge(_three_step(d), on=["library", "procs", "size", "dtype", "op"],
-                             how="left")
     rows = []
-    for _, r in s.sort_values(["library", "procs", "size"]).iterrows():
+    for _, r in _choices(d, params).iterrows():
         rec = r["r"]
-        ar, ac = _model_name(rec.get("row", "")), _model_name(rec.get("col", ""))
         pr, pc = rec.get("P_r"), rec.get("P_c")
-        pred = (models.suara2_cost(ar, ac, int(r["procs"]), int(pc), float(r["size"]), params)
-                if ar and ac and pc else math.nan)
         rows.append({
             "library": r["library"], "P": int(r["procs"]), "size": tables.format_size(r["size"]),
             "grid": f"{pr} x {pc}" if pr else "–",
@@ -86,7 +83,7 @@ def choice_table(d: pd.DataFrame, params: models.Params) -> pd.DataFrame:
                       "no-grid": "no grid (prime P)",
                       "small": f"<= {rec.get('small_max')}: best native"}.get(rec.get("fallback"), "–")
             if "fallback" in rec else "–",
-            "predicted": _t(pred), "measured": _t(r["mean"]),
+            "predicted": _t(r["predicted"]), "measured": _t(r["mean"]),
             "native AUTO": _t(r["auto"]), "BEST native": f"{_t(r['best'])} {style.short(str(r['best_algorithm']))}"
             if isinstance(r["best_algorithm"], str) else "–",
             "speedup vs AUTO": _speedup(r, "auto"),
@@ -134,75 +131,24 @@ def params_table(params: models.Params) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _has_ci(r) -> bool:
-    return bool(np.isfinite(float(r["ci_low"])) and np.isfinite(float(r["ci_high"])))
-
-
 def _ci_text(r) -> str:
     if not _has_ci(r):  # one repetition (an oversubscribed cell's budget): no interval
         return f"{_t(r['mean'])} (no CI)"
     return f"{_t(r['mean'])} [{_t(r['ci_low'])}, {_t(r['ci_high'])}]"
 
 
-def _short(name) -> str:
-    """A sub-allreduce as the model names it (rs, rnos, ...), else as given."""
-    return _model_name(str(name)) or str(name)
-
-
 def agreement_table(d: pd.DataFrame, params) -> pd.DataFrame:
-    """Sect. 5's check, per (library, P, size, dtype, op) whose grids and combinations were
-    swept (suara2 with ``grid`` set per cell) and per model (``params``: one ``Params`` or a
-    list of ``(label, Params)``): the model's pick among the configurations measured (every
-    configuration it predicts within 1e-9 of its minimum counts as its pick: 1 x P and P x 1
-    with the same algorithm are the same single algorithm), the measured best with its 95%
-    CI, whether they agree, the rank of the pick among the measured (1 = fastest), and its
-    loss ``pick time / best time - 1``: a tie when the two CIs overlap, undecided when either
-    has no CI (one repetition). Oversubscribed cells are listed but claim nothing (``timing
-    claim``)."""
-    used = [("model", params)] if isinstance(params, models.Params) else list(params)
-    s = _sweeps(d)
-    rows = []
-    for key, g in s.groupby(["library", "procs", "size", "dtype", "op"]):
-        if len(g) < 2:
-            continue
-        P, m = int(key[1]), float(key[2])
-        g = g.sort_values("mean", kind="stable")
-        g = g.assign(rank=np.arange(1, len(g) + 1))
-        mb = g.iloc[0]
-        crowded = bool(g.apply(_crowded, axis=1).any())
-        def label(r):  # a degenerate grid runs one dimension's algorithm alone
-            pc = int(r["P_c"])
-            what = (f"{_short(r['row'])} alone" if pc == P else f"{_short(r['col'])} alone" if pc == 1
-                    else f"{_short(r['row'])}, {_short(r['col'])}")
-            return f"{P // pc}x{pc} ({what})"
-
-        for name, mp in used:
-            def pred(r):
-                ar, ac = _model_name(r["row"]), _model_name(r["col"])
-                try:
-                    return models.suara2_cost(ar, ac, P, int(r["P_c"]), m, mp) if ar and ac else math.nan
-                except KeyError:  # the model has no (alpha, beta) of that algorithm
-                    return math.nan
-            pr = g.apply(pred, axis=1).astype(float)
-            if not np.isfinite(pr).any():
-                continue
-            picks = g[pr <= np.nanmin(pr) * (1 + 1e-9)]
-            pk = picks.iloc[0]  # the fastest measured of the configurations it cannot tell apart
-            agree = pk.name == mb.name
-            overlap = pk["ci_low"] <= mb["ci_high"] and mb["ci_low"] <= pk["ci_high"]
-            loss = pk["mean"] / mb["mean"] - 1
-            verdict = ("agree" if agree else "tie (CIs overlap)" if overlap
-                       else "loss" if _has_ci(pk) and _has_ci(mb) else "undecided (no CI)")
-            rows.append({
-                "library": key[0], "P": P, "size": tables.format_size(m), "model": name,
-                "configurations": len(g),
-                "model's pick": label(pk) + (f" (+{len(picks) - 1} tied)" if len(picks) > 1 else ""),
-                "predicted": _t(float(np.nanmin(pr))),
-                "pick measured": _ci_text(pk),
-                "measured best": label(mb), "best time": _ci_text(mb),
-                "agree": "yes" if agree else "no", "rank": f"{int(pk['rank'])} of {len(g)}",
-                "loss": f"{loss * 100:+.1f}%", "verdict": verdict,
-                "timing claim": "none (oversubscribed)" if crowded else "yes"})
+    """Sect. 5's check (``harness.analysis.suara.agreement``) as printed. Oversubscribed
+    cells are listed but claim nothing (``timing claim``)."""
+    rows = [{"library": a["library"], "P": a["procs"], "size": tables.format_size(a["size"]),
+             "model": a["model"], "configurations": a["configurations"],
+             "model's pick": a["pick_label"] + (f" (+{a['tied']} tied)" if a["tied"] else ""),
+             "predicted": _t(a["predicted"]), "pick measured": _ci_text(a["pick"]),
+             "measured best": a["best_label"], "best time": _ci_text(a["best"]),
+             "agree": "yes" if a["agree"] else "no", "rank": f"{a['rank']} of {a['configurations']}",
+             "loss": f"{a['loss'] * 100:+.1f}%", "verdict": a["verdict"],
+             "timing claim": "none (oversubscribed)" if a["crowded"] else "yes"}
+            for a in _agreement(d, params)]
     return pd.DataFrame(rows, columns=["library", "P", "size", "model", "configurations",
                                        "model's pick", "predicted", "pick measured",
                                        "measured best", "best time", "agree", "rank", "loss",
@@ -224,13 +170,6 @@ def agreement_summary(agree: pd.DataFrame) -> str:
             extra.append(f"{crowded} oversubscribed: no timing claim")
         parts.append(text + (f" ({'; '.join(extra)})" if extra else ""))
     return "; ".join(parts)
-
-
-def _empty(ax, text):
-    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=8,
-            color="#666666", wrap=True)
-    ax.set_xticks([])
-    ax.set_yticks([])
 
 
 def _speedup_line(line: str) -> tuple[int, str]:
@@ -315,7 +254,7 @@ def agreement_figure(agree: pd.DataFrame, path) -> list[Path]:
     fig = Figure(figsize=(max(3.2, 1.5 * groups + 0.8), 2.6), layout="constrained")
     ax = fig.subplots()
     if agree.empty:
-        _empty(ax, "no grid sweep to compare with the model")
+        facets.blank(ax, "no grid sweep to compare with the model")
     else:
         keys = ["library", "model"] if "model" in agree.columns else ["library"]
         share = agree.groupby(keys, sort=False)["agree"].apply(lambda x: (x == "yes").mean() * 100)
