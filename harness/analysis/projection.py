@@ -3,7 +3,19 @@
 the campaign's ``model_params.json``, or the papers'), SUARA2 against the best single
 algorithm over a grid of P and sizes (``suara_map``), RD, SMP and NAP by the max-rate model
 (``node_aware_map``), the region the campaign measured (``measured_suara``,
-``measured_node_aware``) and the table's rows (``projection_frame``).
+``measured_node_aware``), the table's rows (``projection_frame``) and the speedup curves
+against P (``speedup_curves``).
+
+Parameters (``load_params``): a JSON file (``--params``), else the campaign's
+``model_params.json`` when present (written by ``harness fit``; its top-level keys are
+``models.Params.to_dict()``, and a ``maxrate`` key may hold ``MaxRateParams`` fields), else
+the paper's Table 4 (``Params.paper()``) and ``MaxRateParams.defaults()`` (illustrative).
+Hockney algorithms missing from a fit take the paper's values; every figure and table
+names the parameters used (path and provenance source).
+
+A SUARA2 grid whose predicted speedup is below ``TIE`` (1 %) is counted as a tie and the
+map shows the single algorithm: the Table 1 models give e.g. (rd, rs) on a 2 x P/2 grid a
+0.01 % edge over rd at 8 bytes, which no measurement could see.
 """
 
 from __future__ import annotations
@@ -235,6 +247,18 @@ def node_aware_map(params: maxrate.MaxRateParams, ppn: int, procs, sizes) -> dic
     out["speedup"] = out["rd"] / out["time"]
     out["procs"], out["sizes"], out["ppn"] = np.array(procs), np.array(sizes), int(ppn)
     return out
+
+
+def speedup_curves(params: models.Params, procs, sizes, sm: dict, curve_sizes) -> dict:
+    """{size: (best grid over the best single, best grid over rs)} against ``procs`` for each
+    of ``curve_sizes``: the row of ``sm`` (``suara_map`` over ``sizes``) when it has the size,
+    else a map of that size alone."""
+    curves = {}
+    for m in curve_sizes:
+        i = int(np.argmin(np.abs(np.log2(np.array(sizes, float)) - math.log2(m))))
+        src, row = (sm, i) if sizes[i] == m else (suara_map(params, procs, [m]), 0)
+        curves[int(m)] = (src["grid_speedup"][row], src["rs_speedup"][row])
+    return curves
 
 
 def fit_exponent(P, s) -> tuple[float, float]:

@@ -23,18 +23,8 @@ alone (no contention, no noise, no measurement):
 
 On every map a box outlines the region the campaign measured (``measured_suara``,
 ``measured_node_aware``: min..max P and size of the timed, undelayed cells concerned);
-without such cells the panel's title says so.
-
-Parameters (``load_params``): a JSON file (``--params``), else the campaign's
-``model_params.json`` when present (written by ``harness fit``; its top-level keys are
-``models.Params.to_dict()``, and a ``maxrate`` key may hold ``MaxRateParams`` fields), else
-the paper's Table 4 (``Params.paper()``) and ``MaxRateParams.defaults()`` (illustrative).
-Hockney algorithms missing from a fit take the paper's values; every figure and table
-names the parameters used (path and provenance source).
-
-A SUARA2 grid whose predicted speedup is below ``TIE`` (1 %) is counted as a tie and the
-map shows the single algorithm: the Table 1 models give e.g. (rd, rs) on a 2 x P/2 grid a
-0.01 % edge over rd at 8 bytes, which no measurement could see.
+without such cells the panel's title says so. Where the parameters come from and what counts
+as a tie: ``harness/analysis/projection.py``.
 """
 
 from __future__ import annotations
@@ -58,6 +48,7 @@ from ..analysis.projection import (
     CURVE_SIZES,
     FIT_FROM,
     MAX_PROCS,
+    NA_SUMMARY,
     PPN,
     SIZES,
     SUARA,
@@ -70,6 +61,7 @@ from ..analysis.projection import (
     node_aware_map,
     procs_grid,
     projection_frame,
+    speedup_curves,
     suara_map,
 )
 from ..analysis.projection import fit_exponent as _fit_exponent
@@ -85,9 +77,10 @@ NAMES = {"linear": "linear", "nono": "nonoverlapping (reduce + bcast)",
          "rab": "Rabenseifner"}
 # on the map SUARA2 is orange (style's "suara"): its usual magenta is close to rs's pink
 SUARA_COLOR = style.color("suara")
-NA_LABELS = {"rd": "RD", "smp": "SMP", "nap": "NAP"}
-NA_ALGORITHMS = {"rd": "recursive_doubling", "smp": "smp", "nap": "nap"}
-NA_COLORS = {a: style.color(name) for a, name in NA_ALGORITHMS.items()}
+# the max-rate model's names of RD, SMP and NAP -> the algorithms, their labels and colours
+NA_ALGORITHMS = {m: a for a, m in NA_SUMMARY.items()}
+NA_LABELS = {m: style.NODE_AWARE[a] for m, a in NA_ALGORITHMS.items()}
+NA_COLORS = {m: style.color(a) for m, a in NA_ALGORITHMS.items()}
 
 
 def _grid_text(r) -> str:
@@ -259,12 +252,7 @@ def suara_figure(pp: ProjectionParams, region: Region | None, path, max_procs=MA
     P = np.array(procs, float)
     cmap = matplotlib.colormaps["viridis"]
     fits = {}
-    curves = {}
-    for m in curve_sizes:
-        i = int(np.argmin(np.abs(np.log2(np.array(sizes, float)) - math.log2(m))))
-        src = sm if sizes[i] == m else suara_map(pp.hockney, procs, [m])
-        row = i if sizes[i] == m else 0
-        curves[int(m)] = (src["grid_speedup"][row], src["rs_speedup"][row])
+    curves = speedup_curves(pp.hockney, procs, sizes, sm, curve_sizes)
     for panel, (axp, which, ref) in enumerate(((ax2, 0, "the best single algorithm"),
                                                (ax3, 1, "rs alone (eq. 17's comparison)"))):
         best_c, best_k, best_m = math.nan, -math.inf, None

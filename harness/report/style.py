@@ -76,6 +76,8 @@ _ABBREV = {
 }
 
 LIBRARY_TITLES = {"mpich": "MPICH", "openmpi": "Open MPI", "impi": "Intel MPI"}
+# the node-aware comparison's harness algorithms as Bienz et al. name them
+NODE_AWARE = {"recursive_doubling": "RD", "smp": "SMP", "nap": "NAP"}
 # one colour and marker per library, where the lines are libraries (ping-pong, cross-library)
 LIBRARY_COLORS = {"mpich": "#1f77b4", "openmpi": "#d62728", "impi": "#2ca02c"}
 LIBRARY_MARKERS = {"mpich": "o", "openmpi": "s", "impi": "D"}
