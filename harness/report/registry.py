@@ -148,11 +148,8 @@ class Report:
         names = self.tables + self.figures
         if exact:
             return stem in names
-        return any(fnmatchcase(stem, _glob(n) + ("*" if n in self.figures else "")) for n in names)
-
-
-def _glob(stem: str) -> str:
-    return stem.replace("{library}", "*").replace("{experiment}", "*")
+        return any(fnmatchcase(stem, n.replace("{library}", "*").replace("{experiment}", "*")
+                               + ("*" if n in self.figures else "")) for n in names)
 
 
 PROSE_FILE = Path(__file__).parents[1] / "data" / "reports.yaml"

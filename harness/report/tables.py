@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import html
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -23,18 +23,8 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.auto_vs_best import (  # noqa: F401  (offered to the reports)
-    AUTO,
-    CONTEXT,
-    MIB,
-    TABLE_COLUMNS,
-    auto_vs_best,
-    constants,
-    load_summary,
-    mibs,
-    prepare,
-    row_number,
-    varying,
-)
+    AUTO, CONTEXT, MIB, TABLE_COLUMNS, auto_vs_best, constants, load_summary, mibs, prepare,
+    row_number, varying)
 from ..analysis.vocabulary import timed_mask  # noqa: F401  (read by the reports)
 from ..fileio import atomic_write_text
 from ..units import format_size  # noqa: F401  (the reports' size labels)
@@ -211,7 +201,8 @@ class Layout:
     placeholder: str | None = None  # Markdown: every cell of one row shown when there is none
     group_first: bool = False  # LaTeX: the first cell only where it changes, a rule there
     span: str | None = None  # LaTeX: a heading over every column but the first
-    symbols: dict[str, str] | None = None  # LaTeX: more characters to translate
+    symbols: dict[str, str] | None = field(default=None, hash=False)  # LaTeX: more characters
+    #                                                                    to translate
     md_note: str = ""  # Markdown (and HTML) after the table(s), a blank line before it
     preamble: tuple[str, str] = ("", "")  # (Markdown, LaTeX) before the table(s)
     label: str | None = None  # LaTeX \label of one table (write_table: tab:<name> if None)
