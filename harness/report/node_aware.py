@@ -117,7 +117,8 @@ def _real_note(nat: pd.DataFrame) -> str:
 # ------------------------------------------------------------------------------------ tables
 
 # the first column left, the others right; Markdown cells as they are
-LAYOUT = dict(placement="t", align="lr", bold_header=True, bold_caption=True, escape=False)
+LAYOUT = tables.Layout(placement="t", align="lr", bold_header=True, bold_caption=True,
+                       escape=False)
 
 
 def write_counts(table: pd.DataFrame, base: Path) -> list[Path]:
@@ -130,7 +131,7 @@ def write_counts(table: pd.DataFrame, base: Path) -> list[Path]:
     caption = ("Point-to-point messages per allreduce call: the most any one rank sends to "
                "other nodes (inter) and inside its node (intra), counted on an extra untimed "
                "call; NAP's inter-node count against ⌈log_ppn n⌉, RD's against ⌈log2 n⌉.")
-    return tables.write_table(table, base, caption, header=header, rows=rows, **LAYOUT)
+    return tables.write_table(table, base, caption, header=header, rows=rows, layout=LAYOUT)
 
 
 def write_times(table: pd.DataFrame, base: Path) -> list[Path]:
@@ -170,7 +171,7 @@ def write_times(table: pd.DataFrame, base: Path) -> list[Path]:
                     "library's AUTO) on the real node layout ('native nodes'); where RD/SMP/NAP "
                     "ran on emulated nodes the two are not comparable and no speedup over "
                     "MPICH's SMP is given (Bienz et al., Figs. 16-17 compare them on real nodes).")
-    return tables.write_table(table, base, caption, header=header, rows=rows, **LAYOUT)
+    return tables.write_table(table, base, caption, header=header, rows=rows, layout=LAYOUT)
 
 
 # ----------------------------------------------------------------------------------- figures
@@ -252,7 +253,7 @@ def write_fig1_table(table: pd.DataFrame, base: Path) -> list[Path]:
     caption = ("Bienz et al., Fig. 1: time of one MPI_Allreduce of a single double (8 B, sum) "
                "with each library's own choice (AUTO) against P. ‡ oversubscribed (more ranks "
                "than cores): measured, but no claim is drawn from it.")
-    return tables.write_table(table, base, caption, header=header, rows=rows, **LAYOUT)
+    return tables.write_table(table, base, caption, header=header, rows=rows, layout=LAYOUT)
 
 
 def fig1_figure(table: pd.DataFrame, path) -> list[Path]:

@@ -48,8 +48,8 @@ from ..analysis.vocabulary import is_oversubscribed as _crowded
 from . import facets, style, tables
 
 # Markdown cells as they are, a dash row when there are none
-LAYOUT = dict(placement="t", align="l", bold_header=True, bold_caption=True, escape=False,
-              placeholder="–")
+LAYOUT = tables.Layout(placement="t", align="l", bold_header=True, bold_caption=True,
+                       escape=False, placeholder="–")
 
 
 def _t(seconds) -> str:
@@ -305,7 +305,7 @@ def make(inputs) -> list[Path]:
              "fastest measured; loss = pick time / best time - 1, a tie when the "
              "95% CIs overlap; oversubscribed cells make no timing claim. "
              + agreement_summary(agree))):
-        written += tables.write_table(t, tdir / name, caption, **tables.cells_of(t), **LAYOUT)
+        written += tables.write_table(t, tdir / name, caption, **tables.cells_of(t), layout=LAYOUT)
     written += speedup_figure(d, params, how, fdir / "suara_speedup")
     written += grid_figure(d, params, how, fdir / "suara_grid")
     written += agreement_figure(agree, fdir / "suara_agreement")
