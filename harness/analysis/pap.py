@@ -2,6 +2,22 @@
 (``pap_rows``), each algorithm against the ring per block, size and max delay (``table3``,
 ``table4``), and the Sect. 3 bound per cell from the raw arrivals (``raw_metrics``,
 ``bounds``). Rendered and drawn by ``harness/report/pap.py``.
+
+- ``table3(d, raw_dir)``: per library, P, dtype, op, size and delay mode: mean elapsed time
+  per algorithm and max delay, speedup = ring / algorithm; ``better`` when faster than the
+  ring (bold in the paper-style renderings). With the campaign's ``raw/`` directory, each
+  row also carries its measured lateness and tail (``raw_metrics``) and its block the
+  Sect. 3 bound Δ − δ (``bounds``).
+- ``table4(d)``: per library, P, dtype, op, delay mode and PRR variant: per size and max
+  delay, the difference PRR - ring in ms and the speedup.
+- ``raw_metrics(raw_dir, cell_ids)``: per cell, from the raw per-rank arrivals and exits:
+  ``lateness`` (last arrival minus the mean of the others), ``tail`` (last exit minus last
+  arrival), ``elapsed`` (mean over ranks of exit minus arrival), each a mean over repetitions.
+- ``bounds(d, metrics, summary)``: per block (library, P, dtype, op, size) the Sect. 3 bound
+  on what knowing the arrival times can save: Δ = the ring's elapsed time with balanced
+  arrivals (its delay-``none`` cell), δ = the time to send the message between two processes
+  (the campaign's ``pingpong`` cell of that library and size when there is one, else the
+  shortest tail of the block's delayed cells, an upper estimate), bound = Δ − δ.
 """
 
 from __future__ import annotations

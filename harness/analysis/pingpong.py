@@ -12,7 +12,7 @@ import pandas as pd
 from ..libraries import library_sort_key
 from ..results.store import row_json
 from ..results.summary import typed
-from .vocabulary import timed_mask
+from .vocabulary import is_timed, timed_mask
 
 
 def rows(df: pd.DataFrame) -> pd.DataFrame:
@@ -35,3 +35,21 @@ def rows(df: pd.DataFrame) -> pd.DataFrame:
     return d.sort_values(["algorithm", "library", "level", "pairs", "procs", "size"],
                          key=lambda s: s.map(library_sort_key) if s.name == "library"
                          else s).reset_index(drop=True)
+
+
+def numeric(d: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` as the table's CSV holds them: times in seconds, none where a row has no time."""
+    out = []
+    for _, r in d.iterrows():
+        timed = is_timed(r)
+        out.append({"benchmark": r.algorithm, "library": r.library, "level": r.level,
+                    "pairs": r.pairs if r.algorithm == "pingpong" else None,
+                    "procs": int(r.procs), "size": int(r["size"]), "dtype": r["dtype"],
+                    "op": r["op"], "mean_s": r["mean"] if timed else None,
+                    "ci_low_s": r.get("ci_low") if timed else None,
+                    "ci_high_s": r.get("ci_high") if timed else None,
+                    "median_s": r.get("median") if timed else None,
+                    "bytes_per_s": r.bytes_per_s if timed else None,
+                    "n": r.get("n"), "status": r.status, "bound": r.bound,
+                    "oversubscribed": bool(r.oversubscribed), "cell_id": r.cell_id})
+    return pd.DataFrame(out)

@@ -2,32 +2,7 @@
 cost of one message (Bienz et al., Fig. 5), with the network parameters fitted from the
 campaign's ping-pong cells (``harness.analysis.netparams``, ``model_params.json``).
 
-**Table 1 in bytes.** The paper counts n data items per process, beta in items/s and gamma in
-additions/s. With m = bytes per process (the summary's ``size``), alpha [s], beta [s/B] (the
-ping-pong slope) and gamma [s/B] (the reduce_local slope) every item count becomes a byte count,
-``n/beta_items = m*beta`` and ``n/gamma_ops = m*gamma``, so (log p = log2 p, real-valued):
-
-====  ==============  ==================================  ================
-alg.  latency (x a)   bandwidth (x beta, bytes)           arithmetic (x g)
-====  ==============  ==================================  ================
-RDB   log p           m log p                             m log p
-RSA   2 log p         2 m (p-1)/p                         m (p-1)/p
-LIN   2 (p-1)         2 m (p-1)                           m (p-1)
-RNG   2 (p-1)         2 m (p-1)/p                         m (p-1)/p
-SRG   2p + s - 3      (p+s-2) m/s + (p-1) m/p             (p+s-2) m/s
-====  ==============  ==================================  ================
-
-SRG's s is the number of segments of the message, ``ceil(m / segment)``, with the segment
-size the campaign forces on Open MPI's segmented ring (``harness/data/libraries.yaml``).
-
-**THEO, OVL, NOVL** (Fig. 3). Write a model as L + B + A (its latency, bandwidth and arithmetic
-parts above). THEO = L + B + A is Table 1: a step's send and receive overlap (the cost of
-IRecv+Send is that of one Send) and the reduction follows the transfer. OVL = L + max(B, A):
-everything overlapped, the two directions of a step and the reduction of the received block
-with the next transfer. NOVL = 2L + 2B + A: no overlap at all, each step sends, then
-receives (two messages, each paying alpha and its bytes), then reduces. So OVL <= THEO <= NOVL.
-
-Throughput as in the paper: MiB/s = m / time / 2^20.
+The models (Table 1 in bytes; THEO, OVL, NOVL): ``harness/analysis/castello.py``.
 
 Outputs of ``make(inputs)``:
 

@@ -7,24 +7,10 @@ with the arrival knowledge in brackets when it is not the default oracle (``prr 
 The max-delay-0 column is the delay-mode ``none`` cell, shared by every delay mode. Only
 cells with a time (status ok / not-converged) are used; ``†`` marks not converged ones.
 
-- ``table3(d, raw_dir)``: per library, P, dtype, op, size and delay mode: mean elapsed time
-  per algorithm and max delay, speedup = ring / algorithm; ``better`` when faster than the
-  ring (bold in the paper-style renderings). With the campaign's ``raw/`` directory, each
-  row also carries its measured lateness and tail (``raw_metrics``) and its block the
-  Sect. 3 bound Δ − δ (``bounds``).
-- ``table4(d)``: per library, P, dtype, op, delay mode and PRR variant: per size and max
-  delay, the difference PRR - ring in ms and the speedup.
-- ``write_tables(d, tables_dir)``: ``pap_table3`` and ``pap_table4`` as ``.md``, ``.tex``
-  (booktabs, one table per block) and ``.csv`` (the tidy numbers, times in seconds).
+- ``write_tables(d, tables_dir)``: ``pap_table3`` and ``pap_table4`` (the rows:
+  ``harness/analysis/pap.py``) as ``.md``, ``.tex`` (booktabs, one table per block) and
+  ``.csv`` (the tidy numbers, times in seconds).
 - ``fig10``/``fig11``/``fig12``: mean elapsed vs max delay, vs size, vs P, 95% CI bars.
-- ``raw_metrics(raw_dir, cell_ids)``: per cell, from the raw per-rank arrivals and exits:
-  ``lateness`` (last arrival minus the mean of the others), ``tail`` (last exit minus last
-  arrival), ``elapsed`` (mean over ranks of exit minus arrival), each a mean over repetitions.
-- ``bounds(d, metrics, summary)``: per block (library, P, dtype, op, size) the Sect. 3 bound
-  on what knowing the arrival times can save: Δ = the ring's elapsed time with balanced
-  arrivals (its delay-``none`` cell), δ = the time to send the message between two processes
-  (the campaign's ``pingpong`` cell of that library and size when there is one, else the
-  shortest tail of the block's delayed cells, an upper estimate), bound = Δ − δ.
 - ``make(inputs)``: all of them; the CLI is ``python -m harness.report pap --store
   results/<c>``.
 """

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..analysis.pingpong import rows
+from ..analysis.pingpong import numeric, rows
 from ..analysis.vocabulary import is_timed
 from ..units import format_size, format_time
 from . import facets, style, tables
@@ -56,7 +56,7 @@ def table(df: pd.DataFrame) -> tuple[list[str], list[list[str]], pd.DataFrame]:
     d = rows(df)
     header = ["benchmark", "library", "level", "k", "P", "size", "time", "95% CI", "median",
               "bandwidth", "n", "status"]
-    body, numeric = [], []
+    body = []
     for _, r in d.iterrows():
         timed = is_timed(r)
         ci = (f"{format_time(r.ci_low)} – {format_time(r.ci_high)}"
@@ -71,17 +71,7 @@ def table(df: pd.DataFrame) -> tuple[list[str], list[list[str]], pd.DataFrame]:
                      format_time(float(r["median"])) if timed and pd.notna(r.get("median")) else "",
                      _rate(r.bytes_per_s) if timed else "",
                      str(int(r.n)) if pd.notna(r.get("n")) else "", status])
-        numeric.append({"benchmark": r.algorithm, "library": r.library, "level": r.level,
-                        "pairs": r.pairs if r.algorithm == "pingpong" else None,
-                        "procs": int(r.procs), "size": int(r["size"]), "dtype": r["dtype"],
-                        "op": r["op"], "mean_s": r["mean"] if timed else None,
-                        "ci_low_s": r.get("ci_low") if timed else None,
-                        "ci_high_s": r.get("ci_high") if timed else None,
-                        "median_s": r.get("median") if timed else None,
-                        "bytes_per_s": r.bytes_per_s if timed else None,
-                        "n": r.get("n"), "status": r.status, "bound": r.bound,
-                        "oversubscribed": bool(r.oversubscribed), "cell_id": r.cell_id})
-    return header, body, pd.DataFrame(numeric)
+    return header, body, numeric(d)
 
 
 def _panel(ax, d: pd.DataFrame, label_of, style_of, title: str, ylabel: str) -> bool:

@@ -48,6 +48,7 @@ from ..analysis.replay import (  # noqa: F401  (the regret table's rows and curv
     autotuner_point,
     leave_one_out,
     library_algorithms,
+    median_curve,
     replay_all,
     table_rows,
     truth_tables,
@@ -56,7 +57,7 @@ from ..fileio import atomic_write_text
 from . import style, tables
 from .regret_judged import (JUDGED_CAPTION, JUDGED_COLUMNS, JUDGED_SHARES, judge_table,
                             judged_display, judged_panel, judged_rows)
-from .regret_style import FLOOR, POLICY_STYLE, median_curve, percent
+from .regret_style import FLOOR, POLICY_STYLE, percent
 
 CAPTION = ("Cells measured and machine time (sum of repetitions x mean) until the surrogate's "
            "choice is within 5 % of the exhaustive BEST on average over every point, per policy "

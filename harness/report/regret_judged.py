@@ -15,9 +15,10 @@ from ..analysis.replay import (  # noqa: F401  (the judged table's rows)
     QUARTER,
     judge_table,
     judged_rows,
+    median_curve,
 )
 from . import style
-from .regret_style import POLICY_STYLE, median_curve, percent
+from .regret_style import POLICY_STYLE, percent
 
 JUDGED_CAPTION = ("The choices replayed against {truth} timed in {judge}, another exhaustive "
                   "campaign of the same cells (its own launches; several, pooled: the mean of "
