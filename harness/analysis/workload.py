@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
 from ..cells import kind_of
@@ -114,3 +115,14 @@ def normalised(t: pd.DataFrame, reference: str = REFERENCE) -> pd.DataFrame:
                         "best": r.best_images / b if b else math.nan,
                         "best_algorithm": r.best_algorithm})
     return pd.DataFrame(out)
+
+
+def images_errors(t: pd.DataFrame, who: str) -> np.ndarray:
+    """(2 x rows) distances below and above ``<who>_images`` of the images/s that the time's
+    95% CI gives (a shorter time is more images), 0 where there is none."""
+    mid = t[f"{who}_images"].to_numpy(float)
+    lo = np.array([images(r["batch"], r["procs"], r["iteration_compute"], r[f"{who}_ci_high"],
+                          False) for r in t.to_dict("records")])
+    hi = np.array([images(r["batch"], r["procs"], r["iteration_compute"], r[f"{who}_ci_low"],
+                          False) for r in t.to_dict("records")])
+    return np.nan_to_num(np.vstack([mid - lo, hi - mid]), nan=0.0).clip(min=0)

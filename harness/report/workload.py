@@ -34,7 +34,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ..analysis.workload import KEYS, REFERENCE, normalised, rows, table  # noqa: F401
-from ..analysis.workload import images as _images
+from ..analysis.workload import images_errors
 from . import style, tables
 from ..units import format_number
 from .dnn_traces import make_fig7
@@ -93,16 +93,6 @@ def grouped_bars(ax, groups: list[str], series: list[tuple[str, list, list, str,
     ax.set_xticks(x, groups, rotation=20, ha="right")
 
 
-def _err(t: pd.DataFrame, who: str) -> np.ndarray:
-    """Images/s error bars from the time CI (a shorter time is more images)."""
-    mid = t[f"{who}_images"].to_numpy(float)
-    lo = np.array([_images(r["batch"], r["procs"], r["iteration_compute"], r[f"{who}_ci_high"],
-                           False) for r in t.to_dict("records")])
-    hi = np.array([_images(r["batch"], r["procs"], r["iteration_compute"], r[f"{who}_ci_low"],
-                           False) for r in t.to_dict("records")])
-    return np.nan_to_num(np.vstack([mid - lo, hi - mid]), nan=0.0).clip(min=0)
-
-
 AUTO_BEST = {" AUTO": ("auto", "//"), " BEST": ("best", "")}  # legend suffix: (who, hatch)
 
 
@@ -147,7 +137,7 @@ def figure_images(t: pd.DataFrame, base: Path) -> list[Path]:
                       f"P = {p}, batch {', '.join(str(int(b)) for b in sorted(d.batch.unique()))}"
                       f" per rank, compute {', '.join(tables.format_time(c)[0] or '0' for c in compute)}"
                       + (" (communication only)" if compute == [0.0] else ""),
-                      err=lambda x, col: _err(x, col.split("_")[0]))
+                      err=lambda x, col: images_errors(x, col.split("_")[0]))
     fig.suptitle(title)
     return style.save(fig, base)
 
