@@ -103,19 +103,20 @@ def _documents(store: Path) -> tuple[list[dict], dict[str, list[str]]]:
 
 def _header(name: str, config: str, cells: int, docs: list[dict]) -> str:
     provs = [d.get("provenance") or {} for d in docs]
+
+    def listed(values) -> str:  # every value once, sorted
+        return ", ".join(map(str, sorted({v for v in values if v}))) or "unknown"
+
     libs = sorted({(d.get("library"), p.get("library_version")) for d, p in zip(docs, provs)
                    if p.get("library_version")})
-    hosts = sorted({h for p in provs for h in (p.get("nodes") or p.get("hosts") or [])})
-    cores = sorted({c for p in provs for c in (p.get("cores") or []) if c})
-    commits = sorted({p.get("git_commit") for p in provs if p.get("git_commit")})
-    hashes = sorted({p.get("config_hash") for p in provs if p.get("config_hash")})
     started = sorted(d.get("started") for d in docs if d.get("started"))
     finished = sorted(d.get("finished") for d in docs if d.get("finished"))
-    rows = [("campaign", name), ("config", config or ", ".join(hashes) or "unknown"),
-            ("git commit", ", ".join(commits) or "unknown"),
+    rows = [("campaign", name),
+            ("config", config or listed(p.get("config_hash") for p in provs)),
+            ("git commit", listed(p.get("git_commit") for p in provs)),
             ("libraries", "; ".join(f"{lib}: {v}" for lib, v in libs) or "no run yet"),
-            ("hosts", ", ".join(hosts) or "unknown"),
-            ("cores per node", ", ".join(map(str, cores)) or "unknown"),
+            ("hosts", listed(h for p in provs for h in (p.get("nodes") or p.get("hosts") or []))),
+            ("cores per node", listed(c for p in provs for c in (p.get("cores") or []))),
             ("measured", f"{started[0] if started else '?'} to {finished[-1] if finished else '?'}"),
             ("cells", str(cells))]
     out = ["<table>"] + [f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows]
