@@ -22,12 +22,12 @@ import matplotlib.transforms
 import pandas as pd
 from matplotlib.figure import Figure
 
+from ..analysis.dnn_traces import COMBOS, model_table
 from ..dnn import fusion, traces
 from . import facets, style, tables
 
 __all__ = ["COMBOS", "make_fig7", "model_table", "table_rows"]
 
-COMBOS = tuple((p, q) for p in fusion.POLICIES for q in fusion.PRECISIONS)
 TITLES = {"alexnet": "AlexNet + ImageNet", "resnet50": "ResNet-50 + ImageNet",
           "vgg11": "VGG-11 + ImageNet", "resnet110": "ResNet-110 + CIFAR-10"}
 DATASETS = {"imagenet": "ImageNet", "cifar10": "CIFAR-10"}
@@ -50,28 +50,6 @@ def published_label(count: int, rounding: int) -> str:
         return f"{count:,}"
     decimals = max(0, len(str(1_000_000 // rounding)) - 1)
     return f"{count / 1e6:.{decimals}f}M"
-
-
-def model_table(models=traces.MODELS) -> pd.DataFrame:
-    """The numeric table, one row per model (also the CSV)."""
-    rows = []
-    for m in models:
-        t = traces.load(m)
-        info = traces.INFO[m]
-        row = {
-            "model": m, "dataset": t.dataset, "tensors": len(t.tensors),
-            "parameters": t.parameters, "published_parameters": t.published_parameters,
-            "published_rounding": info.published_rounding,
-            "published_source": t.published_source,
-            "matches": traces.matches_published(t),
-        }
-        for policy, precision in COMBOS:
-            c = fusion.calls(t.numels, policy, precision)
-            row[f"{policy}_{precision}_calls"] = len(c)
-            row[f"{policy}_{precision}_largest_bytes"] = max(c)
-        row["bytes_per_iteration_fp32"] = t.parameters * fusion.PRECISIONS["fp32"]
-        rows.append(row)
-    return pd.DataFrame(rows)
 
 
 def table_rows(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:

@@ -10,40 +10,21 @@ autotuner as markers; held-out points hollow.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import pandas as pd
 
+from ..analysis.tuned import COLUMNS, load  # noqa: F401  (the verification's rows)
 from ..cells import kind_of
 from . import facets, style, tables
 from .tables import format_size, format_time
 
-COLUMNS = ["library", "procs", "size", "held_out", "expected", "auto_mean", "tuned_mean",
-           "gain", "gain_ci_low", "gain_ci_high", "best", "best_mean", "vs_best",
-           "vs_best_ci_low", "vs_best_ci_high", "autotuner_mean", "vs_autotuner",
-           "vs_autotuner_ci_low", "vs_autotuner_ci_high", "pairs", "oversubscribed", "verdict"]
 CAPTION = ("AUTO vs the library following the campaign's tuning file (tuned), measured in fresh "
            "launches interleaved A T B .. B T A; gain = t_AUTO / t_tuned and tuned/BEST = "
            "t_tuned / t_BEST over paired launches, 95% CI; autotuner/tuned for Intel MPI's own "
            "autotuner. Held out: a size or P the campaign did not measure. Oversubscribed: "
            "more ranks than cores, no claim.")
-
-
-def load(paths) -> pd.DataFrame:
-    rows = []
-    for p in paths:
-        doc = json.loads(Path(p).read_text())
-        rows.extend({**e, "library": doc["library"]} for e in doc["entries"])
-    df = pd.DataFrame(rows)
-    for c in COLUMNS:
-        if c not in df:
-            df[c] = math.nan
-    df = df[COLUMNS]
-    if len(df):
-        df = df.sort_values(["library", "procs", "size"], kind="stable")
-    return df.reset_index(drop=True)
 
 
 def _num(x) -> bool:
