@@ -27,6 +27,8 @@ MIB = float(2**20)
 # Columns that define the conditions of a cell besides library, P and size; a table or figure
 # splits by them only when they vary.
 CONTEXT = ["nodes", "dtype", "op", "delay", "max_delay", "late_rank", "metric", "buffers"]
+# conditions a figure cannot mix (nodes is shown per column with P)
+FIGURE_CONTEXT = [c for c in CONTEXT if c != "nodes"]
 
 TABLE_COLUMNS = [
     "auto_status", "auto_mean", "auto_ci_low", "auto_ci_high", "auto_mibs",
@@ -177,3 +179,24 @@ def auto_choices(summary: pd.DataFrame) -> pd.DataFrame:
     if "auto_ran" not in table or table.empty:
         return pd.DataFrame()
     return table[table["auto_ran"] != ""].reset_index(drop=True)
+
+
+def one_context(d: pd.DataFrame) -> dict:
+    """The conditions of ``d``, which a figure cannot mix (ValueError when they vary)."""
+    vary = varying(d, FIGURE_CONTEXT)
+    if vary:
+        combos = d[vary].drop_duplicates().to_dict("records")
+        raise ValueError(f"the rows mix conditions {vary} ({len(combos)} combinations); filter "
+                         f"to one of {combos[:4]}... (make splits them)")
+    return constants(d, FIGURE_CONTEXT)
+
+
+def figure_columns(d: pd.DataFrame) -> tuple[list, list]:
+    """The (P, nodes) columns to draw, and those left out: a column with a time for AUTO alone
+    compares nothing (counted in the title, not drawn, unless no column compares anything)."""
+    cols = [tuple(c) for c in d[["procs", "nodes"]].drop_duplicates()
+            .sort_values(["procs", "nodes"]).itertuples(index=False)]
+    timed = d[timed_mask(d)]
+    compared = [c for c in cols if timed[(timed["procs"] == c[0]) & (timed["nodes"] == c[1])]
+                ["algorithm"].nunique() >= 2]
+    return (compared, [c for c in cols if c not in compared]) if compared else (cols, [])

@@ -4,6 +4,11 @@ and size (``load``, ``times_table``, ``counts_table``), the libraries' own allre
 parameters ``harness fit`` wrote (``fitted_params``). Drawn and written by
 ``harness/report/node_aware.py``. Every entry reads the typed summary
 (``harness.results.summary``): its defaults, flags and kinds are not decided again here.
+
+Rows used: the harness algorithms ``recursive_doubling`` (RD), ``smp`` and ``nap`` whose record
+carries a node layout (``harness.layout``, ``harness.measure.counting``); one library (the first in
+the usual order when several are present) and one dtype/op/delay (the most frequent). Cells
+are told apart by processes per node (``ppn``, from the record), P and size.
 """
 
 from __future__ import annotations

@@ -33,14 +33,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from ..analysis.auto_vs_best import harness_best
+from ..analysis.auto_vs_best import FIGURE_CONTEXT, figure_columns, harness_best, one_context
 from ..analysis.bound import chan, link, of_bound
 from . import facets, style, tables
-from .tables import CONTEXT
-
-# conditions a figure cannot mix (nodes is shown per column with P)
-FIGURE_CONTEXT = [c for c in CONTEXT if c != "nodes"]
-
 
 def _algo_order(names) -> list[str]:
     def key(n):
@@ -186,26 +181,6 @@ def _gain_panel(axg, table: pd.DataFrame, sizes, annotate: bool) -> None:
         axg.set_ylim(max(0.0, gmin - 0.08 * spread), gmax + (0.35 if annotate else 0.12) * spread)
 
 
-def _one_context(d: pd.DataFrame) -> dict:
-    vary = tables.varying(d, FIGURE_CONTEXT)
-    if vary:
-        combos = d[vary].drop_duplicates().to_dict("records")
-        raise ValueError(f"the rows mix conditions {vary} ({len(combos)} combinations); filter "
-                         f"to one of {combos[:4]}... (make splits them)")
-    return tables.constants(d, FIGURE_CONTEXT)
-
-
-def _columns(d: pd.DataFrame) -> tuple[list, list]:
-    """The (P, nodes) columns to draw, and those left out: a column with a time for AUTO alone
-    compares nothing (counted in the title, not drawn, unless no column compares anything)."""
-    cols = [tuple(c) for c in d[["procs", "nodes"]].drop_duplicates()
-            .sort_values(["procs", "nodes"]).itertuples(index=False)]
-    timed = d[tables.timed_mask(d)]
-    compared = [c for c in cols if timed[(timed["procs"] == c[0]) & (timed["nodes"] == c[1])]
-                ["algorithm"].nunique() >= 2]
-    return (compared, [c for c in cols if c not in compared]) if compared else (cols, [])
-
-
 def _bound_line(ax, bound_doc, library: str, p, n, sizes) -> None:
     """The lower bound's throughput: no algorithm can sit above this line."""
     lk = link(bound_doc, library, int(n)) if bound_doc else None
@@ -259,12 +234,12 @@ def auto_vs_best_figure(df: pd.DataFrame, library: str, path_without_ext, *,
     h = full[full["kind"] == "harness"]
     if d.empty:
         raise ValueError(f"no native:* rows of library {library!r}")
-    ctx = _one_context(d)
+    ctx = one_context(d)
     for col, v in ctx.items():  # harness rows in the figure's conditions only
         h = h[(h[col] == v) | (h[col].isna() & pd.isna(v))]
     hbest = harness_best(h)
     table = tables.auto_vs_best(d)
-    cols, alone = _columns(d)
+    cols, alone = figure_columns(d)
     n_sizes = d["size"].nunique()
     grid = facets.Spec(x="size", cols="column", panel_size=(3.3 if len(cols) > 1 else 5.4,
                                                              1.85 if n_sizes <= 9 else 2.05))

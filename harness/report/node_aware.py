@@ -1,10 +1,7 @@
 """RD vs SMP vs NAP (Bienz et al., Figs. 12-15) and the message-count table, from
 ``summary.csv`` alone.
 
-Rows used: the harness algorithms ``recursive_doubling`` (RD), ``smp`` and ``nap`` whose record
-carries a node layout (``harness.layout``, ``harness.measure.counting``); one library (the first in
-the usual order when several are present) and one dtype/op/delay (the most frequent). Cells
-are told apart by processes per node (``ppn``, from the record), P and size.
+The rows (which cells, one library, one dtype/op/delay): ``harness/analysis/node_aware.py``.
 
 ``make(inputs)`` writes
 
