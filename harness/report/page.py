@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..fileio import atomic_write_text, read_json
-from ..results.store import STATUSES, oversubscribed
+from ..results.store import STATUSES, CampaignStore, load_run_docs, oversubscribed
 from ..results.view import STATISTIC_LABEL
 from .findings import Finding, findings
 from .registry import REPORTS, Report, caption_of, report_of
@@ -85,19 +85,20 @@ def _table(head, rows, attrs: str = "", th: str = "<th>") -> str:
 
 
 def _documents(store: Path) -> tuple[list[dict], dict[str, list[str]]]:
-    """The run documents, and each cell's experiments as the run specs and the not-applicable
-    run documents record them."""
-    docs, experiments = [], {}
-    for kind in ("runs", "jobs"):
-        for p in sorted((store / kind).glob("*.json")):
-            try:
-                doc = read_json(p)
-            except (OSError, ValueError):
-                continue
-            if kind == "runs":
-                docs.append(doc)
-            for cell, names in (doc.get("experiments") or {}).items():
-                experiments.setdefault(cell, list(names))
+    """The run documents (read as the summary reads them: a damaged one rebuilt from its
+    journal), and each cell's experiments as the run specs and the not-applicable run
+    documents record them."""
+    docs = list(load_run_docs(CampaignStore(store.parent, store.name)).values())
+    specs = []
+    for p in sorted((store / "jobs").glob("*.json")):
+        try:
+            specs.append(read_json(p))
+        except (OSError, ValueError):
+            continue
+    experiments: dict[str, list[str]] = {}
+    for doc in [*docs, *specs]:
+        for cell, names in (doc.get("experiments") or {}).items():
+            experiments.setdefault(cell, list(names))
     return docs, experiments
 
 
