@@ -9,36 +9,19 @@ means no forced algorithm beat AUTO in the campaign.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import pandas as pd
 
+from ..analysis.confirm import COLUMNS, GUIDELINE, load  # noqa: F401  (the stage's rows)
+from ..units import format_number, format_size
 from . import style, tables
 from .guidelines import LABELS
-from ..units import format_number, format_size
 
-COLUMNS = ["library", "procs", "size", "dtype", "op", "timing", "buffers", "best", "auto_mean", "best_mean",
-           "gain", "gain_ci_low", "gain_ci_high", "pairs", "campaign_gain", "verdict",
-           "median_gain", "wilcoxon_p", "rank_biserial", "nonparametric", "role"]
-GUIDELINE = "guideline"  # the role of an entry that measures a guideline's mock-up again
 # a guideline entry's verdict, read for the mock-up in BEST's place
 GUIDELINE_VERDICTS = {"BEST faster": "violation confirmed", "AUTO faster": "holds",
                       "tie": "not confirmed (tie)"}
-
-
-def load(paths) -> pd.DataFrame:
-    rows = []
-    for p in paths:
-        doc = json.loads(Path(p).read_text())
-        rows.extend(doc["entries"])
-    df = pd.DataFrame(rows)
-    for c in COLUMNS:
-        if c not in df:
-            df[c] = None
-    df["role"] = df["role"].fillna("best")
-    return df[COLUMNS].sort_values(["library", "procs", "size"], kind="stable").reset_index(drop=True)
 
 
 def _gain(r) -> str:
@@ -68,9 +51,8 @@ def _display(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     header = ["library", "P", "size", "AUTO (us)", "BEST", "BEST (us)", "gain [95% CI]", "verdict",
               "median gain, Wilcoxon"]
     rows = [[r.library, str(r.procs), _size(r), format_number(r.auto_mean, scale=1e6),
-             str(r.best or "").replace("native:", ""), format_number(r.best_mean, scale=1e6), _gain(r), r.verdict,
-             _ranked(r)]
-            for _, r in df.iterrows()]
+             str(r.best or "").replace("native:", ""), format_number(r.best_mean, scale=1e6),
+             _gain(r), r.verdict, _ranked(r)] for _, r in df.iterrows()]
     return header, rows
 
 
@@ -140,9 +122,9 @@ def write_guidelines(df: pd.DataFrame, tables_dir) -> list[Path]:
     shown = df.assign(verdict=df["verdict"].map(lambda v: GUIDELINE_VERDICTS.get(v, v)))
     header = ["library", "P", "size", "AUTO (us)", "mock-up", "mock-up (us)",
               "speedup [95% CI]", "campaign speedup", "verdict", "median speedup, Wilcoxon"]
-    rows = [[r.library, str(r.procs), _size(r), format_number(r.auto_mean, scale=1e6), LABELS.get(r.best, r.best),
-             format_number(r.best_mean, scale=1e6), _gain(r), format_number(r.campaign_gain), r.verdict, _ranked(r)]
-            for _, r in shown.iterrows()]
+    rows = [[r.library, str(r.procs), _size(r), format_number(r.auto_mean, scale=1e6),
+             LABELS.get(r.best, r.best), format_number(r.best_mean, scale=1e6), _gain(r),
+             format_number(r.campaign_gain), r.verdict, _ranked(r)] for _, r in shown.iterrows()]
     caption = GUIDELINES_CAPTION + (f" {len(shown)} violation(s) of the campaign measured again."
                                     if len(shown) else " The campaign showed no violation.")
     return tables.write_table(shown, Path(tables_dir) / "guidelines_confirmed", caption,

@@ -33,9 +33,9 @@ def write(t: pd.DataFrame, tables_dir) -> list[Path]:
     header = ["library", "P", "size", "AUTO (us)", "mock-up", "mock-up (us)", "speedup",
               "verdict"]
     rows = [[style.library_title(r.library), str(r.procs),
-             format_size(r.size) + (" rotated" if r.buffers == "rotate" else ""), format_number(r.auto_mean, scale=1e6),
-             LABELS.get(r.mock_up, r.mock_up), format_number(r.mock_mean, scale=1e6),
-             format_number(r.speedup), r.verdict]
+             format_size(r.size) + (" rotated" if r.buffers == "rotate" else ""),
+             format_number(r.auto_mean, scale=1e6), LABELS.get(r.mock_up, r.mock_up),
+             format_number(r.mock_mean, scale=1e6), format_number(r.speedup), r.verdict]
             for r in t.itertuples()]
     violations = int((t["verdict"] == "violation").sum())
     caption = CAPTION + (f" {violations} violation(s)." if len(t) else " No cell has both.")

@@ -59,7 +59,8 @@ def _rows(t: pd.DataFrame) -> list[list[str]]:
             if math.isfinite(r.allreduce_ci_low) else "",
             _x(r.allreduce_speedup, r.allreduce_speedup_ci_low, r.allreduce_speedup_ci_high)
             if r.algorithm != "ring" else "1.000",
-            format_number(r.total_mean), f"{format_number(r.total_ci_low)}–{format_number(r.total_ci_high)}"
+            format_number(r.total_mean),
+            f"{format_number(r.total_ci_low)}–{format_number(r.total_ci_high)}"
             if math.isfinite(r.total_ci_low) else "",
             _x(r.total_speedup, r.total_speedup_ci_low, r.total_speedup_ci_high)
             if r.algorithm != "ring" else "1.000",
