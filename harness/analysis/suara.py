@@ -199,3 +199,16 @@ def agreement(d: pd.DataFrame, params) -> list[dict]:
                          "loss": pk["mean"] / mb["mean"] - 1, "verdict": verdict,
                          "crowded": crowded})
     return rows
+
+
+def modelled(d: pd.DataFrame, params: models.Params) -> pd.DataFrame:
+    """The classic algorithms' rows (Open MPI's native ones and the harness's, P > 1) sorted by
+    library, algorithm, P and size, with ``model`` (its Table 1 name) and ``predicted`` (the
+    model's time)."""
+    c = d[d["algorithm"].isin(list(TO_MODEL)) & (d["procs"] > 1)]
+    if "library" in c.columns:
+        c = c[(c["kind"] != "native") | (c["library"] == "openmpi")]
+    c = c.sort_values(["library", "algorithm", "procs", "size"])
+    m = c["algorithm"].map(model_name)
+    return c.assign(model=m, predicted=[models.cost(a, int(p), float(s), params) for a, p, s
+                                        in zip(m, c["procs"], c["size"])])

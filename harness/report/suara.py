@@ -42,6 +42,7 @@ from ..analysis.suara import choices as _choices
 from ..analysis.suara import has_ci as _has_ci
 from ..analysis.suara import load as _load
 from ..analysis.suara import model_name as _model_name
+from ..analysis.suara import modelled as _modelled
 from ..analysis.suara import suara_auto as _suara_auto
 from ..analysis.suara import sweeps as _sweeps
 from ..analysis.vocabulary import is_oversubscribed as _crowded
@@ -97,17 +98,11 @@ def choice_table(d: pd.DataFrame, params: models.Params) -> pd.DataFrame:
 
 
 def model_table(d: pd.DataFrame, params: models.Params) -> pd.DataFrame:
-    c = d[d["algorithm"].isin(list(TO_MODEL)) & (d["procs"] > 1)]
-    if "library" in c.columns:
-        c = c[(c["kind"] != "native") | (c["library"] == "openmpi")]
-    rows = []
-    for _, r in c.sort_values(["library", "algorithm", "procs", "size"]).iterrows():
-        m = _model_name(r["algorithm"])
-        pred = models.cost(m, int(r["procs"]), float(r["size"]), params)
-        rows.append({"library": r["library"], "algorithm": r["algorithm"], "model": m,
-                     "P": int(r["procs"]), "size": tables.format_size(r["size"]),
-                     "measured": _t(r["mean"]), "model time": _t(pred),
-                     "measured / model": f"{r['mean'] / pred:.2f}" if pred > 0 else "–"})
+    rows = [{"library": r["library"], "algorithm": r["algorithm"], "model": r["model"],
+             "P": int(r["procs"]), "size": tables.format_size(r["size"]),
+             "measured": _t(r["mean"]), "model time": _t(r["predicted"]),
+             "measured / model": f"{r['mean'] / r['predicted']:.2f}" if r["predicted"] > 0 else "–"}
+            for _, r in _modelled(d, params).iterrows()]
     return pd.DataFrame(rows, columns=["library", "algorithm", "model", "P", "size", "measured",
                                        "model time", "measured / model"])
 
