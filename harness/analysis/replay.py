@@ -19,7 +19,7 @@ from ..cells import SELECTORS
 from ..results.launches import repetitions
 from ..results.summary import allreduce_rows
 from . import policies, regret
-from .forecast import DEFAULT_SURROGATE, TREES
+from .forecast import DEFAULT_SURROGATE, SURROGATES, TREES
 from .vocabulary import timed_mask
 
 _, AUTOTUNER = SELECTORS  # Intel MPI's autotuner: the library selecting by its own measurements
@@ -254,3 +254,30 @@ def median_curve(group: pd.DataFrame, x: str, column: str) -> tuple[np.ndarray, 
     v = np.vstack(values)
     with np.errstate(all="ignore"):
         return grid, np.nanmedian(v, axis=0), np.nanmin(v, axis=0), np.nanmax(v, axis=0)
+
+
+def replay_campaign(summary: pd.DataFrame, truths: dict, judges: dict, seeds: int,
+                    batch: int | None, trees: int, surrogate: str, judge_name: str,
+                    log=None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict, list]:
+    """Every library of ``truths`` ({library: truth table}) replayed (``replay_all``; ``batch``
+    None: a 25th of the library's cells, at least 4): (every curve, the regret table's rows,
+    the leave-one-out rows, the autotuner's point per library, the rows judged in ``judges``'
+    times). ValueError when a library has more cells than the surrogate can replay."""
+    largest = getattr(SURROGATES[surrogate], "MAX_CELLS", math.inf)
+    for library, table in truths.items():
+        if len(table) > largest:  # the replays measure every cell in the end
+            raise ValueError(f"surrogate {surrogate}: library {library} has {len(table)} cells, "
+                             f"expected at most {largest} to replay with it (its fit grows as "
+                             f"the cube of the cells); use --surrogate forest")
+    curves, rows, general, points, judged = [], [], [], {}, []
+    for library, table in truths.items():
+        size = batch if batch is not None else max(4, len(table) // 25)
+        curve = replay_all(table, library, seeds, size, trees, log, judges.get(library), surrogate)
+        points[library] = autotuner_point(summary, table, library)
+        curves.append(curve)
+        rows += table_rows(curve, table, library, points[library])
+        general += leave_one_out(table, library, trees=trees, surrogate=surrogate)
+        if library in judges:
+            judged += judged_rows(curve, table, judges[library], library, judge_name)
+    return (pd.concat(curves, ignore_index=True), pd.DataFrame(rows).reindex(columns=TABLE_COLUMNS),
+            pd.DataFrame(general).reindex(columns=GENERALISATION_COLUMNS), points, judged)

@@ -50,13 +50,14 @@ from ..analysis.replay import (  # noqa: F401  (the regret table's rows and curv
     library_algorithms,
     median_curve,
     replay_all,
+    replay_campaign,
     table_rows,
     truth_tables,
 )
 from ..fileio import atomic_write_text
 from . import style, tables
 from .regret_judged import (JUDGED_CAPTION, JUDGED_COLUMNS, JUDGED_SHARES, judge_table,
-                            judged_display, judged_panel, judged_rows)
+                            judged_display, judged_panel)
 from .regret_style import FLOOR, POLICY_STYLE, percent
 
 CAPTION = ("Cells measured and machine time (sum of repetitions x mean) until the surrogate's "
@@ -226,25 +227,8 @@ def make_regret(summary: pd.DataFrame, tables_dir, figures_dir,
     surrogate = checked_surrogate(settings.surrogate)
     truths = truth_tables(summary, libraries, pool)
     judges = {} if judge is None else {lib: judge_table(judge, lib, judge_name) for lib in truths}
-    curves, rows, general, points, judged = [], [], [], {}, []
-    largest = getattr(SURROGATES[surrogate], "MAX_CELLS", math.inf)
-    for library, table in truths.items():
-        if len(table) > largest:  # the replays measure every cell in the end
-            raise ValueError(f"surrogate {surrogate}: library {library} has {len(table)} cells, "
-                             f"expected at most {largest} to replay with it (its fit grows as "
-                             f"the cube of the cells); use --surrogate forest")
-    for library, table in truths.items():
-        size = batch if batch is not None else max(4, len(table) // 25)
-        curve = replay_all(table, library, seeds, size, trees, log, judges.get(library), surrogate)
-        points[library] = autotuner_point(summary, table, library)
-        curves.append(curve)
-        rows += table_rows(curve, table, library, points[library])
-        general += leave_one_out(table, library, trees=trees, surrogate=surrogate)
-        if library in judges:
-            judged += judged_rows(curve, table, judges[library], library, judge_name)
-    curves = pd.concat(curves, ignore_index=True)
-    frame = pd.DataFrame(rows).reindex(columns=TABLE_COLUMNS)
-    gen = pd.DataFrame(general).reindex(columns=GENERALISATION_COLUMNS)
+    curves, frame, gen, points, judged = replay_campaign(
+        summary, truths, judges, seeds, batch, trees, surrogate, judge_name, log)
     tables_dir, figures_dir = Path(tables_dir), Path(figures_dir)
     truth_name = truth_name or Path(tables_dir).parent.name
     model = f" Surrogate: {SURROGATES[surrogate].TITLE}." + (
