@@ -48,10 +48,14 @@ def prepare(df: pd.DataFrame, workloads: bool = False) -> pd.DataFrame:
     """The typed summary's allreduce rows (``harness.results.summary``), one row per cell (the
     newest, by ``finished``). Workload rows (a training iteration, ``harness.dnn.workload``)
     are left out unless ``workloads``."""
+    if df.attrs.get("prepared") == ("workloads" if workloads else "allreduce"):
+        return df  # prepared already (rows selected from a prepared frame stay prepared)
     d = allreduce_rows(typed(df), workloads=workloads)
     ident = ["library", "library_version", "algorithm", "params", "procs", "size", *CONTEXT]
     d = d.sort_values("finished", kind="stable").drop_duplicates(ident, keep="last")
-    return d.reset_index(drop=True)
+    d = d.reset_index(drop=True)
+    d.attrs["prepared"] = "workloads" if workloads else "allreduce"
+    return d
 
 
 def varying(d: pd.DataFrame, cols=CONTEXT) -> list[str]:
