@@ -273,6 +273,23 @@ def fit_exponent(P, s) -> tuple[float, float]:
     return float(k), c
 
 
+def curve_fits(P, curves: dict) -> tuple[dict, list]:
+    """The fits of ``speedup_curves``: ``{size: {"exponent_best_single": k, "exponent_rs": k}}``
+    (``fit_exponent``), and per speedup (over the best single, over rs) the ``(c, size)`` of the
+    sqrt(P) law of the curve that peaks highest above 1 among those with an exponent
+    (``(nan, None)`` without one)."""
+    fits, sqrt_fits = {}, []
+    for which, name in enumerate(("best_single", "rs")):
+        top, best = -math.inf, (math.nan, None)
+        for m, cur in curves.items():
+            k, c = fit_exponent(P, cur[which])
+            fits.setdefault(m, {})["exponent_" + name] = k
+            if np.isfinite(k) and np.nanmax(cur[which]) > max(1, top):
+                top, best = float(np.nanmax(cur[which])), (c, m)
+        sqrt_fits.append(best)
+    return fits, sqrt_fits
+
+
 # ----------------------------------------------------------------------------- measured region
 
 

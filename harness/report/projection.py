@@ -55,6 +55,7 @@ from ..analysis.projection import (
     TIE,
     ProjectionParams,
     Region,
+    curve_fits,
     load_params,
     measured_node_aware,
     measured_suara,
@@ -64,7 +65,6 @@ from ..analysis.projection import (
     speedup_curves,
     suara_map,
 )
-from ..analysis.projection import fit_exponent as _fit_exponent
 from ..models import maxrate
 from . import facets, style, tables
 
@@ -251,20 +251,15 @@ def suara_figure(pp: ProjectionParams, region: Region | None, path, max_procs=MA
     # speedup of the best grid against P: over the best single (top), over rs alone (bottom)
     P = np.array(procs, float)
     cmap = matplotlib.colormaps["viridis"]
-    fits = {}
     curves = speedup_curves(pp.hockney, procs, sizes, sm, curve_sizes)
+    fits, sqrt_fits = curve_fits(P, curves)
     for panel, (axp, which, ref) in enumerate(((ax2, 0, "the best single algorithm"),
                                                (ax3, 1, "rs alone (eq. 17's comparison)"))):
-        best_c, best_k, best_m = math.nan, -math.inf, None
         for n, (m, cur) in enumerate(curves.items()):
-            y = cur[which]
-            c = cmap(n / max(1, len(curves) - 1) * 0.85)
-            k, cf = _fit_exponent(P, y)
-            fits.setdefault(m, {})["exponent_" + ("best_single" if which == 0 else "rs")] = k
-            axp.plot(P, y, "-o", color=c, ms=2.5, lw=1.1,
-                     label=f"{tables.format_size(m)}: ~P^{k:.2f}")
-            if np.isfinite(k) and np.nanmax(y) > 1 and (best_m is None or np.nanmax(y) > best_k):
-                best_c, best_k, best_m = cf, float(np.nanmax(y)), m
+            k = fits[m]["exponent_" + ("best_single" if which == 0 else "rs")]
+            axp.plot(P, cur[which], "-o", color=cmap(n / max(1, len(curves) - 1) * 0.85),
+                     ms=2.5, lw=1.1, label=f"{tables.format_size(m)}: ~P^{k:.2f}")
+        best_c, best_m = sqrt_fits[which]
         if best_m is not None and np.isfinite(best_c):
             Pf = P[P >= FIT_FROM]
             axp.plot(Pf, best_c * np.sqrt(Pf), color="#888888", lw=3.5, alpha=0.45, zorder=1,

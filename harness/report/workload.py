@@ -39,9 +39,6 @@ from . import style, tables
 from ..units import format_number
 from .dnn_traces import make_fig7
 
-TABLES = ("workload", "workload_normalised")
-FIGURES = ("workload_fig9", "workload_fig10")
-
 
 def _label(r) -> str:
     return f"{r['model']} {r['fusion']} {r['precision']}"
