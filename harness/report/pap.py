@@ -48,6 +48,16 @@ def _block_title(key: dict, extra: str) -> str:
     return (f"{lib}, P = {int(key['procs'])}, {key['dtype']} {key['op']}, {extra}")
 
 
+def _by_delay(rows: pd.DataFrame, delays, entry) -> tuple[list, list]:
+    """An entry's two lines of ``(text, bold, dagger)`` cells, one per max delay:
+    ``entry(row)`` gives the pair of the delay's row, blank where there is none (or it gives
+    None)."""
+    cells = {r.max_delay: r for r in rows.itertuples(index=False)}
+    blank = (("", False, False),) * 2
+    pairs = [(entry(cells[md]) if md in cells else None) or blank for md in delays]
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
 def _blocks3(t3: pd.DataFrame):
     keys = GROUP + ["size", "mode"]
     for key, g in t3.groupby(keys, sort=True):
@@ -55,19 +65,10 @@ def _blocks3(t3: pd.DataFrame):
         delays = sorted(g["max_delay"].unique())
         body = []
         for label in label_order(g["label"]):
-            cells = {r.max_delay: r for r in g[g["label"] == label].itertuples(index=False)}
-            times, speed = [], []
-            for md in delays:
-                r = cells.get(md)
-                if r is None:
-                    times.append(("", False, False))
-                    speed.append(("", False, False))
-                    continue
-                nc = r.status == "not-converged"
-                times.append((_ms(r.mean), r.better, nc))
-                speed.append(((f"{r.speedup:.2f}" if r.speedup == r.speedup else "n/a")
-                              + _mark(r.verdict), r.better, False))
-            body.append((label, times, speed))
+            body.append((label, *_by_delay(g[g["label"] == label], delays, lambda r: (
+                (_ms(r.mean), r.better, r.status == "not-converged"),
+                ((f"{r.speedup:.2f}" if r.speedup == r.speedup else "n/a") + _mark(r.verdict),
+                 r.better, False)))))
         title = _block_title(key, f"{tables.format_size(key['size'])}, {key['mode']}")
         yield title + _bound_text(g), delays, body
 
@@ -91,17 +92,10 @@ def _blocks4(t4: pd.DataFrame):
             gm = g[g["mode"] == mode]
             body = []
             for size in sorted(gm["size"].unique()):
-                cells = {r.max_delay: r for r in gm[gm["size"] == size].itertuples(index=False)}
-                diff, speed = [], []
-                for md in delays:
-                    r = cells.get(md)
-                    if r is None or r.diff != r.diff:
-                        diff.append(("", False, False))
-                        speed.append(("", False, False))
-                        continue
-                    diff.append((f"{r.diff * 1e3:+.1f}".replace("-", "−"), r.better, False))
-                    speed.append((f"{r.speedup:.2f}" + _mark(r.verdict), r.better, False))
-                body.append((tables.format_size(size), diff, speed))
+                body.append((tables.format_size(size), *_by_delay(
+                    gm[gm["size"] == size], delays, lambda r: None if r.diff != r.diff else (
+                        (f"{r.diff * 1e3:+.1f}".replace("-", "−"), r.better, False),
+                        (f"{r.speedup:.2f}" + _mark(r.verdict), r.better, False)))))
             sections.append((mode, body))
         title = _block_title(key, f"{key['label']} vs ring")
         yield title, delays, sections
