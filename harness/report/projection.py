@@ -163,8 +163,9 @@ def _shade(speedup: float, top: float) -> float:
     return LOW + (1 - LOW) * min(1.0, math.log(speedup) / math.log(top))
 
 
-def _paint(ax, procs, sizes, winner, speedup, colours, shaded, top):
-    """The map: one rectangle per (size, P) in the winner's colour, shaded winners by speedup."""
+def _paint(ax, procs, sizes, winner, speedup, colours, shaded, top, region: Region | None):
+    """The map: one rectangle per (size, P) in the winner's colour, shaded winners by speedup;
+    its axes, the measured ``region`` outlined."""
     rgb = np.ones(winner.shape + (3,))
     for i in range(winner.shape[0]):
         for j in range(winner.shape[1]):
@@ -173,10 +174,17 @@ def _paint(ax, procs, sizes, winner, speedup, colours, shaded, top):
     xe, ye = _edges(procs), _edges(sizes)
     ax.pcolormesh(xe, ye, rgb, shading="flat", rasterized=True)
     ax.grid(False)
-    return xe, ye
+    _p_axis(ax, xe[0], xe[-1])
+    facets.size_axis(ax, [], axis="y", limits=(ye[0], ye[-1]))
+    _outline(ax, region, xe)
 
 
-def _outline(ax, region: Region | None, xe, ye, colour="black") -> None:
+def _key(colour, shaded: bool, label: str) -> Patch:
+    """A legend entry of the map: the winner's colour, as strong as a large speedup if shaded."""
+    return Patch(color=_mix(colour, 0.85 if shaded else FLAT), label=label)
+
+
+def _outline(ax, region: Region | None, xe, colour="black") -> None:
     if region is None:
         return
     x0, x1 = region.p_min / 2 ** 0.3, region.p_max * 2 ** 0.3
@@ -223,7 +231,7 @@ def suara_figure(pp: ProjectionParams, region: Region | None, path, max_procs=MA
     colours = {SUARA: SUARA_COLOR, **{a: style.color(NATIVE[a]) for a in models.ALL6}}
     sup = sm["speedup"]
     top = float(np.nanmax(sup)) if np.isfinite(sup).any() else 1.0
-    xe, ye = _paint(ax, procs, sizes, sm["winner"], sup, colours, {SUARA}, top)
+    _paint(ax, procs, sizes, sm["winner"], sup, colours, {SUARA}, top, region)
     # the grid P_r x P_c of SUARA2 wins, at a few points
     for i, m in enumerate(sizes):
         if int(np.log2(m)) % 4:
@@ -234,13 +242,9 @@ def suara_figure(pp: ProjectionParams, region: Region | None, path, max_procs=MA
                 ax.text(P, m, f"{sm['P_r'][i, j]}×{sm['P_c'][i, j]}", ha="center",
                         va="center", fontsize=5.5, color="white" if
                         _shade(sup[i, j], top) > 0.6 else "black", zorder=4)
-    _p_axis(ax, xe[0], xe[-1])
-    facets.size_axis(ax, [], axis="y", limits=(ye[0], ye[-1]))
-    _outline(ax, region, xe, ye)
     present = [w for w in [SUARA, *models.ALL6] if (sm["winner"] == w).any()]
-    handles = [Patch(color=_mix(colours[w], 0.85 if w == SUARA else FLAT),
-                     label="SUARA2, grid P_r×P_c (text)" if w == SUARA else f"{w}: {NAMES[w]}")
-               for w in present]
+    handles = [_key(colours[w], w == SUARA, "SUARA2, grid P_r×P_c (text)" if w == SUARA
+                    else f"{w}: {NAMES[w]}") for w in present]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(0, -0.11), ncol=3,
               frameon=False, title="fastest predicted (the six Open MPI algorithms, SUARA2)",
               fontsize=7.5)
@@ -306,21 +310,18 @@ def node_aware_figure(pp: ProjectionParams, regions: dict[int, Region], path, pp
     top = max(float(np.nanmax(na["speedup"])) for _, na in maps.values())
     for ax, ppn in zip(axes, ppns):
         procs, na = maps[ppn]
-        xe, ye = _paint(ax, procs, sizes, na["winner"], na["speedup"], NA_COLORS,
-                        {"smp", "nap"}, top)
-        _p_axis(ax, xe[0], xe[-1])
-        facets.size_axis(ax, [], axis="y", limits=(ye[0], ye[-1]))
         region = regions.get(ppn)
-        _outline(ax, region, xe, ye)
+        _paint(ax, procs, sizes, na["winner"], na["speedup"], NA_COLORS, {"smp", "nap"}, top,
+               region)
         ax.set_title(f"ppn {ppn} (P = nodes × {ppn})\n"
                      + (_measured_note(region, "RD/SMP/NAP") if region else
                         f"no RD/SMP/NAP cells measured at ppn {ppn}"), fontsize=8.5)
     for name in ("nap", "smp"):
         if any((na["winner"] == name).any() for _, na in maps.values()):
             _colourbar(top_row, list(axes), NA_COLORS[name], top, f"{NA_LABELS[name]} over RD")
-    handles = [Patch(color=_mix(NA_COLORS[a], 0.85 if a != "rd" else FLAT),
-                     label={"rd": "RD: recursive doubling", "smp": "SMP: master per node",
-                            "nap": "NAP: node-aware parallel"}[a]) for a in maxrate.ALGORITHMS]
+    handles = [_key(NA_COLORS[a], a != "rd", {"rd": "RD: recursive doubling", "smp": "SMP: "
+                    "master per node", "nap": "NAP: node-aware parallel"}[a])
+               for a in maxrate.ALGORITHMS]
     top_row.legend(handles=handles, loc="outside lower center", ncol=3, frameon=False,
                    title="fastest predicted; shade = its speedup over RD (RD: flat)")
     # Figs. 10-11 of the paper at the first ppn
