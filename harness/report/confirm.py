@@ -18,19 +18,11 @@ from ..analysis.confirm import COLUMNS, GUIDELINE, load  # noqa: F401  (the stag
 from ..units import format_number, format_size
 from . import style, tables
 from .guidelines import LABELS
+from .tuned import ratio
 
 # a guideline entry's verdict, read for the mock-up in BEST's place
 GUIDELINE_VERDICTS = {"BEST faster": "violation confirmed", "AUTO faster": "holds",
                       "tie": "not confirmed (tie)"}
-
-
-def _gain(r) -> str:
-    g, lo, hi = r["gain"], r["gain_ci_low"], r["gain_ci_high"]
-    if not isinstance(g, (int, float)) or not math.isfinite(g):
-        return ""
-    if isinstance(lo, (int, float)) and math.isfinite(lo):
-        return f"{g:.2f} [{lo:.2f}, {hi:.2f}]"
-    return f"{g:.2f}"
 
 
 def _ranked(r) -> str:
@@ -52,7 +44,7 @@ def _display(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
               "median gain, Wilcoxon"]
     rows = [[r.library, str(r.procs), _size(r), format_number(r.auto_mean, scale=1e6),
              str(r.best or "").replace("native:", ""), format_number(r.best_mean, scale=1e6),
-             _gain(r), r.verdict, _ranked(r)] for _, r in df.iterrows()]
+             ratio(r, "gain"), r.verdict, _ranked(r)] for _, r in df.iterrows()]
     return header, rows
 
 
@@ -123,7 +115,7 @@ def write_guidelines(df: pd.DataFrame, tables_dir) -> list[Path]:
     header = ["library", "P", "size", "AUTO (us)", "mock-up", "mock-up (us)",
               "speedup [95% CI]", "campaign speedup", "verdict", "median speedup, Wilcoxon"]
     rows = [[r.library, str(r.procs), _size(r), format_number(r.auto_mean, scale=1e6),
-             LABELS.get(r.best, r.best), format_number(r.best_mean, scale=1e6), _gain(r),
+             LABELS.get(r.best, r.best), format_number(r.best_mean, scale=1e6), ratio(r, "gain"),
              format_number(r.campaign_gain), r.verdict, _ranked(r)] for _, r in shown.iterrows()]
     caption = GUIDELINES_CAPTION + (f" {len(shown)} violation(s) of the campaign measured again."
                                     if len(shown) else " The campaign showed no violation.")
