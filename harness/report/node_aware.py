@@ -55,7 +55,7 @@ from ..analysis.node_aware import (
     times_table,
 )
 from ..analysis.netparams import maxrate_params
-from ..analysis.projection import NA_SUMMARY
+from ..analysis.projection import NA_SUMMARY, node_aware_map
 from ..analysis.vocabulary import is_timed, oversubscribed_mask, timed_mask
 from ..models import maxrate
 from ..units import format_number
@@ -223,12 +223,12 @@ def model_figure(path, params=None, ppn: int = 16, procs: int = 32768) -> list[P
     sizes = [8 * 2 ** k for k in range(0, 18)]
     spec = facets.Spec(x="procs", series="algorithm", ci="none", ylog=False, label=style.NODE_AWARE.get,
                        order=lambda a: [x for x in ALGORITHMS if x in a], ylabel="modelled time")
-    facets.curves(ax1, spec, [n * ppn for n in nodes], {
-        alg: [maxrate.cost(name, n, ppn, 8, p).total for n in nodes]
-        for alg, name in NA_SUMMARY.items()}, f"one double per process, ppn = {ppn}")
-    facets.curves(ax2, dataclasses.replace(spec, x="size", ylog=True), sizes, {
-        alg: [maxrate.cost(name, procs // ppn, ppn, x, p).total for x in sizes]
-        for alg, name in NA_SUMMARY.items()}, f"P = {procs}, ppn = {ppn}")
+    line = node_aware_map(p, ppn, [n * ppn for n in nodes], [8])
+    facets.curves(ax1, spec, [n * ppn for n in nodes], {a: line[m][0] for a, m in NA_SUMMARY.items()},
+                  f"one double per process, ppn = {ppn}")
+    col = node_aware_map(p, ppn, [procs // ppn * ppn], sizes)
+    facets.curves(ax2, dataclasses.replace(spec, x="size", ylog=True), sizes,
+                  {a: col[m][:, 0] for a, m in NA_SUMMARY.items()}, f"P = {procs}, ppn = {ppn}")
     fig.suptitle("Max-rate model (Bienz et al., eqs. 4-6)\n"
                  + ", ".join(f"{k}={getattr(p, k):g}" for k in ("alpha_l", "beta_l", "alpha", "R_b",
                                                                  "R_N", "gamma")),
