@@ -74,3 +74,21 @@ def table5(docs: list[dict]) -> pd.DataFrame:
             "paper_total": p[2] / 1e3, "paper_total_speedup": p[3],
         })
     return pd.DataFrame(rows)
+
+
+def loss_curves(docs: list[dict], smooth: int) -> tuple[dict, bool]:
+    """The training loss per algorithm (the paper's order): ``{algorithm: (executions, mean
+    loss per iteration over them, its moving average over ``smooth`` iterations)}``, and
+    whether every execution's loss is the same, bit for bit (P = 2: every algorithm adds the
+    same two numbers)."""
+    by: dict[str, list] = {}
+    for d in docs:
+        by.setdefault(d["algorithm"], []).append(np.asarray(d["loss"], dtype=float))
+    identical = len({tuple(c) for cs in by.values() for c in cs}) == 1 and len(by) > 1
+    out = {}
+    for alg in order(by):
+        n = min(len(c) for c in by[alg])
+        mean = np.mean([c[:n] for c in by[alg]], axis=0)
+        w = min(smooth, n)
+        out[alg] = (len(by[alg]), mean, np.convolve(mean, np.ones(w) / w, mode="valid"))
+    return out, identical

@@ -23,8 +23,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..analysis.sgd import ORDER, PAPER, table5  # noqa: F401  (the table's numbers)
-from ..analysis.sgd import order as _order
+from ..analysis.sgd import ORDER, PAPER, loss_curves, table5  # noqa: F401  (the table's numbers)
 from ..fileio import read_json
 from ..units import format_number
 from . import style, tables
@@ -111,20 +110,12 @@ def loss_figure(docs: list[dict], path_without_ext, title: str) -> list[Path]:
     style.setup()
     fig = Figure(figsize=(4.6, 2.8), layout="constrained")
     ax = fig.subplots()
-    by: dict[str, list] = {}
-    for d in docs:
-        by.setdefault(d["algorithm"], []).append(np.asarray(d["loss"], dtype=float))
-    identical = len({tuple(c) for cs in by.values() for c in cs}) == 1 and len(by) > 1
-    for j, alg in enumerate(_order(by)):
-        curves = by[alg]
-        n = min(len(c) for c in curves)
-        mean = np.mean([c[:n] for c in curves], axis=0)
-        color = style.color(alg)
+    curves, identical = loss_curves(docs, SMOOTH)
+    for j, (alg, (runs, mean, smooth)) in enumerate(curves.items()):
+        color, n = style.color(alg), len(mean)
         ax.plot(np.arange(1, n + 1), mean, color=color, alpha=0.25, lw=0.6)
-        w = min(SMOOTH, n)
-        smooth = np.convolve(mean, np.ones(w) / w, mode="valid")
-        ax.plot(np.arange(w, n + 1), smooth, color=color, lw=1.4, ls=STYLES[j % len(STYLES)],
-                label=f"{NAMES.get(alg, alg)} ({len(curves)} executions)")
+        ax.plot(np.arange(n - len(smooth) + 1, n + 1), smooth, color=color, lw=1.4,
+                ls=STYLES[j % len(STYLES)], label=f"{NAMES.get(alg, alg)} ({runs} executions)")
     if identical:  # e.g. P = 2: every algorithm adds the same two numbers, bit for bit
         ax.text(0.98, 0.97, "the curves coincide: every execution\ntrained bit-identical parameters",
                 transform=ax.transAxes, ha="right", va="top", fontsize=7, color="0.35")
