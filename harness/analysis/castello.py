@@ -107,6 +107,13 @@ def mibs(m, t):
     return float(m) / float(t) / MIB if t > 0 else math.nan
 
 
+def model_mibs(alg, p, sizes, pp: dict, gamma, variant="THEO", segment=65536) -> list[float]:
+    """A model line: ``variant``'s throughput (MiB/s) of ``alg`` at P = ``p`` over ``sizes``
+    with the ping-pong fit ``pp``'s alpha and beta and ``gamma``."""
+    return [mibs(x, variants(alg, p, x, pp["alpha"], pp["beta"], gamma, segment)[variant])
+            for x in sizes]
+
+
 def size_grid(lo, hi, per_octave=4):
     """Powers of two from ``lo`` to ``hi`` (at least 1), ``per_octave`` per doubling: the
     message sizes a model line is drawn at."""

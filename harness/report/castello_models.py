@@ -42,13 +42,12 @@ from ..analysis.castello import (
     CASTELLO,
     NATIVE,
     measured,
-    mibs,
+    model_mibs,
     model_table,
     params_doc,
     params_table,
     pingpong_for,
     segment_size,
-    variants,
 )
 from ..analysis.castello import FIG1, fig1_curves  # noqa: F401  (the models' curves, Fig. 1)
 from ..analysis.castello import size_grid as _grid
@@ -112,9 +111,8 @@ def fig2(meas: pd.DataFrame, doc: dict, path) -> list[Path]:
         pp, src = pingpong_for(doc, lib)
         g, seg = pp.get("gamma") or doc["gamma"], segment_size(lib)
         ax.set_title(f"{style.library_title(lib)}, P = {P} (model: ping-pong {src})")
-        return {f"{alg}-T": ax.plot(xs, [mibs(x, variants(alg, P, x, pp["alpha"], pp["beta"], g,
-                                                          seg)["THEO"]) for x in xs],
-                                    ls="--", lw=0.9, color=_table1_look(alg).color)[0]
+        return {f"{alg}-T": ax.plot(xs, model_mibs(alg, P, xs, pp, g, segment=seg), ls="--",
+                                    lw=0.9, color=_table1_look(alg).color)[0]
                 for alg in ALGORITHMS if alg in NATIVE.get(lib, {})}
 
     spec = facets.Spec(
@@ -222,8 +220,7 @@ def fig3(meas: pd.DataFrame, doc: dict, path) -> list[Path]:
     def model(ax, key, rows, factor) -> dict:
         alg, P = key["alg"], key["procs"]
         ax.set_title(f"{alg} ({NATIVE[lib].get(alg, '?').split(':')[-1]}), P = {P}")
-        return {name: ax.plot(xs, [mibs(x, variants(alg, P, x, pp["alpha"], pp["beta"], g)[name])
-                                   for x in xs], color=c, ls=ls)[0]
+        return {name: ax.plot(xs, model_mibs(alg, P, xs, pp, g, name), color=c, ls=ls)[0]
                 for name, (c, ls, _) in VARIANT_STYLE.items() if name != "REAL"}
 
     spec = facets.Spec(
