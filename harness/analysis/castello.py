@@ -44,6 +44,7 @@ import pandas as pd
 
 from .. import models
 from ..libraries import get_library
+from ..models import maxrate
 from . import netparams
 from .auto_vs_best import prepare
 from .vocabulary import timed_mask
@@ -150,6 +151,31 @@ def fig1_curves(alpha: float, beta: float, gamma: float) -> dict:
 
 
 # --------------------------------------------------------------------------- data
+
+
+def fig5_lines(df: pd.DataFrame, doc: dict, ppns) -> dict:
+    """Bienz et al., Fig. 5 as data, from ``doc``'s max-rate fit: its ``params``, the
+    ``library`` fitted, that library's ping-pong rows (``points``), the sizes a line is drawn at
+    (``sizes``, over ``lo``..``hi``), the modelled time of one message per fitted level
+    (``levels``: socket, node) and at the network level per ppn (``network``), whether the
+    network level was fitted (``net_fitted``), else where its parameters came from
+    (``net_from``)."""
+    mr = maxrate.MaxRateParams.from_dict(doc)
+    prov = doc["maxrate"].get("provenance", {})
+    lib, levels = prov.get("library"), prov.get("levels", {})
+    pp = netparams.pingpong_rows(df)
+    pp = pp[pp["library"] == lib] if lib else pp
+    lo = float(pp["size"].min()) if len(pp) else 8.0
+    hi = float(pp["size"].max()) if len(pp) else 2.0**26
+    xs = size_grid(lo, hi)
+    fitted = {lv: f for lv, f in levels.items() if f and "error" not in f}
+    why = prov.get("fallbacks", {}).get("alpha, R_b", "")
+    return {"params": mr, "library": lib, "points": pp, "sizes": xs, "lo": lo, "hi": hi,
+            "levels": {lv: [fitted[lv]["alpha"] + fitted[lv]["beta"] * x for x in xs]
+                       for lv in ("socket", "node") if lv in fitted},
+            "network": {k: [mr.alpha + maxrate.injection_time(x, k, mr) for x in xs] for k in ppns},
+            "net_fitted": "network" in fitted,
+            "net_from": why.split(":= ")[-1] if ":=" in why else "fallback"}
 
 
 def segment_size(library: str) -> float:

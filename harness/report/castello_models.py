@@ -41,6 +41,7 @@ from ..analysis.castello import (
     ALGORITHMS,
     CASTELLO,
     NATIVE,
+    fig5_lines,
     measured,
     model_mibs,
     model_table,
@@ -51,7 +52,6 @@ from ..analysis.castello import (
 )
 from ..analysis.castello import FIG1, fig1_curves  # noqa: F401  (the models' curves, Fig. 1)
 from ..analysis.castello import size_grid as _grid
-from ..models import maxrate
 from ..units import format_number
 from . import facets, style, tables
 
@@ -244,30 +244,17 @@ def fig5(df: pd.DataFrame, doc: dict, path, ppns=(1, 2, 4, 8, 16)) -> list[Path]
     if "maxrate" not in doc:
         return style.placeholder(path, "Bienz et al., Fig. 5",
                                  "no max-rate parameters: the campaign has no ping-pong cells")
-    mr = maxrate.MaxRateParams.from_dict(doc)
-    prov = doc["maxrate"].get("provenance", {})
-    lib = prov.get("library")
-    levels = prov.get("levels", {})
-    pp = netparams.pingpong_rows(df)
-    pp = pp[pp["library"] == lib] if lib else pp
-    lo = float(pp["size"].min()) if len(pp) else 8.0
-    hi = float(pp["size"].max()) if len(pp) else 2.0**26
-    xs = _grid(lo, hi)
+    f5 = fig5_lines(df, doc, ppns)
+    mr, lib, pp, xs, net = f5["params"], f5["library"], f5["points"], f5["sizes"], f5["net_fitted"]
     style.setup()
     fig = Figure(figsize=(7.0, 4.2), layout="constrained")
     ax = fig.subplots()
-    fb = prov.get("fallbacks", {})
-    for lv in ("socket", "node"):
-        f = levels.get(lv)
-        c, mk = LEVEL_STYLE[lv]
-        if f and "error" not in f:
-            ax.plot(xs, [f["alpha"] + f["beta"] * x for x in xs], color=c, label=f"{lv.capitalize()} (model)")
-    net_level = "network" if "network" in levels and "error" not in levels["network"] else None
+    for lv, ys in f5["levels"].items():
+        ax.plot(xs, ys, color=LEVEL_STYLE[lv][0], label=f"{lv.capitalize()} (model)")
     reds = ["#fcbba1", "#fc9272", "#fb6a4a", "#de2d26", "#a50f15", "#67000d"]
-    for i, k in enumerate(ppns):
-        ax.plot(xs, [mr.alpha + maxrate.injection_time(x, k, mr) for x in xs],
-                color=reds[min(i + 1, len(reds) - 1)], ls="--" if net_level is None else "-",
-                label=f"Network, ppn {k} (model{'' if net_level else ': from ' + _net_from(fb)})")
+    for i, (k, ys) in enumerate(f5["network"].items()):
+        ax.plot(xs, ys, color=reds[min(i + 1, len(reds) - 1)], ls="-" if net else "--",
+                label=f"Network, ppn {k} (model{'' if net else ': from ' + f5['net_from']})")
     for lv in LEVELS_ORDER:
         d = pp[(pp["level"] == lv) & (pp["pairs"] == 1)]
         if len(d):
@@ -279,7 +266,7 @@ def fig5(df: pd.DataFrame, doc: dict, path, ppns=(1, 2, 4, 8, 16)) -> list[Path]
             ax.plot(g["size"], g["mean"], ls="none", marker="x", ms=4,
                     color=LEVEL_STYLE[lv][0], alpha=0.5 + 0.5 * min(k, 8) / 8,
                     label=f"{lv.capitalize()} ping-pong, {k} pairs")
-    facets.size_axis(ax, [], limits=(lo / 2**0.3, hi * 2**0.3))
+    facets.size_axis(ax, [], limits=(f5["lo"] / 2**0.3, f5["hi"] * 2**0.3))
     ax.set_yscale("log")
     ax.set_ylabel("time of one message (s)")
     ax.legend(loc="upper left", fontsize=6.5, ncol=2)
@@ -291,11 +278,6 @@ def fig5(df: pd.DataFrame, doc: dict, path, ppns=(1, 2, 4, 8, 16)) -> list[Path]
 
 
 LEVELS_ORDER = ("socket", "node", "network")
-
-
-def _net_from(fb: dict) -> str:
-    why = fb.get("alpha, R_b", "")
-    return why.split(":= ")[-1] if ":=" in why else "fallback"
 
 
 # --------------------------------------------------------------------------- all
