@@ -67,10 +67,10 @@ def test_claims_come_from_the_tables_and_only_with_support(tmp_path):
     assert "2.00x [1.80, 2.20] over 6 paired launches; Wilcoxon p = 0.031" in claims[0].evidence
     assert "1.30x [1.10, 1.50] over 4 paired launches" in claims[2].evidence
     assert claims[2].table.name == "guidelines_confirmed.csv" and ties == 2
-    html = _findings(tables, tmp_path / "report")
+    html = _findings(claims, ties, tmp_path / "report")
     assert html.count("<li>") == 3 and 'href="../tables/guidelines_confirmed.csv"' in html
     assert "2 comparison(s) showed no difference" in html
-    empty = _findings(tmp_path / "none", tmp_path / "report")
+    empty = _findings(*findings(tmp_path / "none"), tmp_path / "report")
     assert "No claim" in empty
 
 

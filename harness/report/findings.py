@@ -21,8 +21,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
-
+from ..analysis.claims import costliest_decisions, number, read_table, verdicts
 from . import style
 from .guidelines import LABELS
 from .tables import format_size
@@ -33,20 +32,6 @@ class Finding:
     text: str  # the claim
     evidence: str  # the numbers that carry it
     table: Path  # where it comes from
-
-
-def _read(path: Path) -> pd.DataFrame | None:
-    try:
-        return pd.read_csv(path) if path.is_file() else None
-    except (OSError, ValueError, pd.errors.EmptyDataError):
-        return None
-
-
-def _num(x) -> float:
-    try:
-        return float(x)
-    except (TypeError, ValueError):
-        return math.nan
 
 
 def _where(r) -> str:
@@ -61,36 +46,25 @@ def _where(r) -> str:
 
 
 def _interval(g, lo, hi) -> str:
-    g, lo, hi = _num(g), _num(lo), _num(hi)
+    g, lo, hi = number(g), number(lo), number(hi)
     return f"{g:.2f}x [{lo:.2f}, {hi:.2f}]" if math.isfinite(lo) else f"{g:.2f}x"
 
 
 def _launches(r, ratio: str) -> str:
     """The gain of fresh paired launches with its interval: the evidence of a confirmed claim."""
     return (f"{ratio} {_interval(r['gain'], r['gain_ci_low'], r['gain_ci_high'])} over "
-            f"{int(_num(r.get('pairs')) or 0)} paired launches")
-
-
-def _verdicts(path: Path, claimed: tuple[str, ...], tied) -> tuple[list[dict] | None, int]:
-    """The rows of the table at ``path`` whose verdict is ``claimed`` (None: no table), and
-    how many are ties (``tied``: the verdict of a tie, or a test of it)."""
-    df = _read(path)
-    if df is None:
-        return None, 0
-    verdict = df["verdict"].astype(str)
-    ties = verdict.map(tied) if callable(tied) else verdict == tied
-    return df[verdict.isin(claimed)].to_dict("records"), int(ties.sum())
+            f"{int(number(r.get('pairs')) or 0)} paired launches")
 
 
 def confirmed(tables_dir: Path) -> tuple[list[Finding], int]:
     path = tables_dir / "auto_vs_best_confirmed.csv"
-    rows, ties = _verdicts(path, ("BEST faster", "AUTO faster"), "tie")
+    rows, ties = verdicts(path, ("BEST faster", "AUTO faster"), "tie")
     out = []
     for r in rows or []:
         best = str(r.get("best") or "").replace("native:", "")
         who = f"BEST ({best}) faster than AUTO" if r["verdict"] == "BEST faster" \
             else f"AUTO faster than BEST ({best})"
-        p = _num(r.get("wilcoxon_p"))
+        p = number(r.get("wilcoxon_p"))
         beside = f"; Wilcoxon p = {p:.3f} ({r.get('nonparametric')})" if math.isfinite(p) else ""
         out.append(Finding(f"{_where(r)}: {who}, confirmed in fresh launches",
                            _launches(r, "gain t_AUTO/t_BEST") + beside, path))
@@ -105,23 +79,23 @@ def guideline_violations(tables_dir: Path) -> tuple[list[Finding], int]:
     (``guidelines_confirmed``); without that stage, the campaign's own, said to rest on one
     launch per side."""
     again = tables_dir / "guidelines_confirmed.csv"
-    rows, ties = _verdicts(again, ("violation confirmed",), lambda v: v.startswith("not confirmed"))
+    rows, ties = verdicts(again, ("violation confirmed",), lambda v: v.startswith("not confirmed"))
     if rows is not None:
         return [Finding(f"{_where(r)}: {LABELS.get(r['best'], r['best'])} {VIOLATED}, confirmed "
                         "in fresh launches", _launches(r, "speedup t_AUTO/t_mock-up"), again)
                 for r in rows], ties
     path = tables_dir / "guidelines.csv"
-    rows, ties = _verdicts(path, ("violation",), "tie")
+    rows, ties = verdicts(path, ("violation",), "tie")
     return [Finding(f"{_where(r)}: {LABELS.get(r['mock_up'], r['mock_up'])} {VIOLATED}",
-                    f"speedup t_AUTO/t_mock-up {_num(r['speedup']):.2f}x, 95% CIs apart "
-                    f"(AUTO {_num(r['auto_mean']) * 1e6:.2f} us, mock-up "
-                    f"{_num(r['mock_mean']) * 1e6:.2f} us), one launch each, not measured again",
+                    f"speedup t_AUTO/t_mock-up {number(r['speedup']):.2f}x, 95% CIs apart "
+                    f"(AUTO {number(r['auto_mean']) * 1e6:.2f} us, mock-up "
+                    f"{number(r['mock_mean']) * 1e6:.2f} us), one launch each, not measured again",
                     path) for r in rows or []], ties
 
 
 def tuned_gains(tables_dir: Path) -> tuple[list[Finding], int]:
     path = tables_dir / "tuned.csv"
-    rows, ties = _verdicts(path, ("tuned faster", "AUTO faster"), "tie")
+    rows, ties = verdicts(path, ("tuned faster", "AUTO faster"), "tie")
     out = []
     for r in rows or []:
         held = " (held out: not measured by the campaign)" if str(r.get("held_out")) == "True" else ""
@@ -136,25 +110,14 @@ def costliest_auto_choices(tables_dir: Path) -> tuple[list[Finding], int]:
     largest gain, what AUTO ran there (``auto_choices``) and BEST, with the sizes of that P
     where the same pair of decisions is confirmed too."""
     path = tables_dir / "auto_vs_best_confirmed.csv"
-    df, ran = _read(path), _read(tables_dir / "auto_choices.csv")
-    if df is None or ran is None or df.empty or ran.empty:
-        return [], 0
-    said = {(str(r["library"]), int(r["procs"]), int(r["size"])): str(r["auto_ran"])
-            for r in ran.to_dict("records")}
-    df = df[df["verdict"] == "BEST faster"].copy()
-    df["auto_ran"] = [said.get((str(r["library"]), int(r["procs"]), int(r["size"])), "")
-                      for r in df.to_dict("records")]
     out = []
-    for lib, g in df[df["auto_ran"] != ""].groupby("library", sort=False):
-        top = g.loc[g["gain"].astype(float).idxmax()]
+    for top, same in costliest_decisions(read_table(path),
+                                         read_table(tables_dir / "auto_choices.csv")):
         best = str(top["best"]).replace("native:", "")
-        same = g[(g["procs"] == top["procs"]) & (g["auto_ran"] == top["auto_ran"])
-                 & (g["best"] == top["best"])]["size"].astype(int).sort_values()
-        sizes = (format_size(int(same.iloc[0])) if len(same) == 1 else
-                 f"{format_size(int(same.iloc[0]))} to {format_size(int(same.iloc[-1]))} "
-                 f"({len(same)} sizes)")
+        sizes = (format_size(same[0]) if len(same) == 1 else
+                 f"{format_size(same[0])} to {format_size(same[-1])} ({len(same)} sizes)")
         out.append(Finding(
-            f"{style.library_title(str(lib))}: AUTO's costliest decision is {top['auto_ran']} at "
+            f"{style.library_title(str(top['library']))}: AUTO's costliest decision is {top['auto_ran']} at "
             f"P={int(top['procs'])}, {sizes}, where {best} is faster (confirmed)",
             f"at {format_size(int(top['size']))}: gain t_AUTO/t_BEST "
             f"{_interval(top['gain'], top['gain_ci_low'], top['gain_ci_high'])}; what AUTO ran was "

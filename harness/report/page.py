@@ -21,13 +21,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..analysis.status import status_counts, unfinished_reasons
 from ..fileio import atomic_write_text, read_json
-from ..results.store import STATUSES, CampaignStore, load_run_docs, oversubscribed
+from ..results.store import CampaignStore, load_run_docs, oversubscribed
 from ..results.view import STATISTIC_LABEL
 from .findings import Finding, findings
 from .registry import REPORTS, Report, caption_of, report_of
 
-UNFINISHED = ("failed", "wrong", "timeout")
 COLUMNS = ["cell_id", "experiment", "library", "algorithm", "params", "procs", "nodes", "size",
            "dtype", "op", "delay", "max_delay", "status", "n", "mean", "ci_low", "ci_high",
            "median", "t_rejected", "oversubscribed", "error"]
@@ -155,10 +155,9 @@ def _claim(c: Finding, page_dir: Path) -> str:
             f'<a href="{_e(_rel(c.table, page_dir))}">{_e(c.table.stem)}</a>)</span></li>')
 
 
-def _findings(tables_dir: Path, page_dir: Path) -> str:
+def _findings(claims: list[Finding], ties: int, page_dir: Path) -> str:
     """The claims of the campaign's tables (``findings.py``), one line each with its evidence
-    and a link to its table; ties counted."""
-    claims, ties = findings(tables_dir)
+    and a link to its table; ``ties`` counted."""
     tie_text = f" {ties} comparison(s) showed no difference (ties, not listed)." if ties else ""
     if not claims:
         return (f'<p id="findings-list">No claim: no comparison of this campaign shows a '
@@ -258,22 +257,12 @@ def _status_counts(summary: pd.DataFrame, experiments: dict[str, list[str]]) -> 
     cells once; the reasons of the unfinished ones."""
     if summary.empty:
         return "<p>No cell has a result yet.</p>"
-    status = summary["status"].astype(str)
-    pairs = pd.DataFrame([(e, s) for cell, s in zip(summary["cell_id"], status)
-                          for e in experiments.get(cell) or ["(not recorded)"]],
-                         columns=["experiment", "status"])
-    pairs = pd.concat([pairs, pd.DataFrame({"experiment": "all cells", "status": status})])
-    counts = pd.crosstab(pairs["experiment"], pairs["status"])
-    counts = counts.reindex(columns=[s for s in STATUSES if s in counts.columns])
-    order = sorted(i for i in counts.index if i != "all cells") + ["all cells"]
+    counts, reasons = status_counts(summary, experiments), unfinished_reasons(summary)
     out = [_table(["experiment", *counts.columns],
                   [f"<td>{_e(i)}</td>" + "".join(f'<td class="num">{n or ""}</td>'
-                                                   for n in counts.loc[i]) for i in order],
+                                                   for n in counts.loc[i]) for i in counts.index],
                   ' class="counts"')]
-    bad = summary[status.isin(UNFINISHED)]
-    if len(bad):
-        why = bad["error"].where(bad["error"].astype(str) != "", "(no message)")
-        reasons = bad.groupby([bad["status"].astype(str), why]).size()
+    if len(reasons):
         out += ["<h3>Why cells did not finish</h3>", _table(
             ["status", "reason", "cells"],
             [f"<td class='status-{_e(s)}'>{_e(s)}</td><td>{_e(r)}</td><td class='num'>{n}</td>"
@@ -321,7 +310,7 @@ def make_page(inputs, out, config: str = "", configfile: str | None = None) -> P
     docs, experiments = _documents(store)
     summary = inputs.summary.assign(experiment=[", ".join(experiments.get(c) or [])
                                                 for c in inputs.summary["cell_id"]])
-    claims, _ = findings(inputs.tables)
+    claims, ties = findings(inputs.tables)
     by_report: dict = {}
     for c in claims:
         report = report_of(c.table.stem)
@@ -330,7 +319,7 @@ def make_page(inputs, out, config: str = "", configfile: str | None = None) -> P
     sections = [("campaign", "The campaign", "\n".join([
                     _header(name, config, len(summary), docs), _check(store),
                     _statistic(inputs.statistic)])),
-                ("findings", "Findings", _findings(inputs.tables, page_dir))]
+                ("findings", "Findings", _findings(claims, ties, page_dir))]
     sections += [(f"r-{n or 'other'}", _title(n), _report(n, outputs[n], by_report.get(n, []),
                                                           page_dir))
                  for n in [*(n for n in REPORTS if n in outputs), *([""] if "" in outputs else [])]]
