@@ -249,6 +249,27 @@ def node_aware_map(params: maxrate.MaxRateParams, ppn: int, procs, sizes) -> dic
     return out
 
 
+def node_aware_maps(params: maxrate.MaxRateParams, ppns, max_procs: int = MAX_PROCS,
+                    sizes=SIZES) -> dict:
+    """Per ppn its P (``procs_grid``: multiples of ppn from max(ppn, 2)) and ``node_aware_map``
+    over them: ``{ppn: (procs, map)}``."""
+    return {ppn: (procs, node_aware_map(params, ppn, procs, sizes)) for ppn in ppns
+            for procs in [procs_grid(max_procs, multiple_of=ppn, low=max(ppn, 2))]}
+
+
+def map_ppns(max_procs, ppn, measured: dict) -> list[int]:
+    """The ppn values of the projection's maps: ``ppn``, then those of the ``measured``
+    regions (``measured_node_aware``) up to ``max_procs``; ValueError unless max_procs >= 4 and
+    2 <= ppn <= max_procs (NAP needs ppn >= 2)."""
+    if int(max_procs) < 4:
+        raise ValueError(f"max_procs: expected an integer >= 4, got {max_procs}")
+    if int(ppn) < 2:
+        raise ValueError(f"ppn: expected an integer >= 2 (NAP needs ppn >= 2), got {ppn}")
+    if int(ppn) > int(max_procs):
+        raise ValueError(f"ppn: expected at most max_procs={max_procs}, got {ppn}")
+    return [int(ppn)] + sorted(p for p in measured if p != int(ppn) and 2 <= p <= max_procs)
+
+
 def speedup_curves(params: models.Params, procs, sizes, sm: dict, curve_sizes) -> dict:
     """{size: (best grid over the best single, best grid over rs)} against ``procs`` for each
     of ``curve_sizes``: the row of ``sm`` (``suara_map`` over ``sizes``) when it has the size,

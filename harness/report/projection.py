@@ -57,9 +57,11 @@ from ..analysis.projection import (
     Region,
     curve_fits,
     load_params,
+    map_ppns,
     measured_node_aware,
     measured_suara,
     node_aware_map,
+    node_aware_maps,
     procs_grid,
     projection_frame,
     speedup_curves,
@@ -303,10 +305,7 @@ def node_aware_figure(pp: ProjectionParams, regions: dict[int, Region], path, pp
     fig = Figure(figsize=(4.6 * max(2, len(ppns)), 8.4), layout="constrained")
     top_row, bottom = fig.subfigures(2, 1, height_ratios=[1.25, 1])
     axes = top_row.subplots(1, len(ppns), squeeze=False)[0]
-    maps = {}
-    for ppn in ppns:
-        procs = procs_grid(max_procs, multiple_of=ppn, low=max(ppn, 2))
-        maps[ppn] = (procs, node_aware_map(pp.maxrate, ppn, procs, sizes))
+    maps = node_aware_maps(pp.maxrate, ppns, max_procs, sizes)
     top = max(float(np.nanmax(na["speedup"])) for _, na in maps.values())
     for ax, ppn in zip(axes, ppns):
         procs, na = maps[ppn]
@@ -327,7 +326,7 @@ def node_aware_figure(pp: ProjectionParams, regions: dict[int, Region], path, pp
     # Figs. 10-11 of the paper at the first ppn
     ppn = ppns[0]
     b1, b2 = bottom.subplots(1, 2)
-    procs = procs_grid(max_procs, multiple_of=ppn, low=max(ppn, 2))
+    procs = maps[ppn][0]
     line = node_aware_map(pp.maxrate, ppn, procs, [8])
     facets.curves(b1, MODEL_LINES, procs, {a: line[a][0] for a in NA_LABELS},
                   f"Fig. 10: one 8-byte value against P (ppn {ppn})")
@@ -358,16 +357,10 @@ def project(inputs, params_file=None, max_procs: int = MAX_PROCS, ppn: int = PPN
     campaign's ppn values; parameters from ``params_file`` (``paper``: the paper's), else
     ``inputs.params_path``, else ``model_params.json`` in the store (``load_params``). Returns
     ``{"written", "table", "caption", "params", "fits"}``."""
-    if int(max_procs) < 4:
-        raise ValueError(f"max_procs: expected an integer >= 4, got {max_procs}")
-    if int(ppn) < 2:
-        raise ValueError(f"ppn: expected an integer >= 2 (NAP needs ppn >= 2), got {ppn}")
-    if int(ppn) > int(max_procs):
-        raise ValueError(f"ppn: expected at most max_procs={max_procs}, got {ppn}")
+    na_regions = measured_node_aware(inputs.summary)
+    ppns = map_ppns(max_procs, ppn, na_regions)
     pp = load_params(params_file or inputs.params_path, inputs.store)
     region = measured_suara(inputs.summary)
-    na_regions = measured_node_aware(inputs.summary)
-    ppns = [int(ppn)] + sorted(p for p in na_regions if p != int(ppn) and 2 <= p <= max_procs)
     figures_dir, tables_dir = inputs.figures, inputs.tables
     written, fits = suara_figure(pp, region, figures_dir / "projection_suara", max_procs)
     written += node_aware_figure(pp, na_regions, figures_dir / "projection_node_aware", ppns,
