@@ -204,3 +204,45 @@ def figure_columns(d: pd.DataFrame) -> tuple[list, list]:
     compared = [c for c in cols if timed[(timed["procs"] == c[0]) & (timed["nodes"] == c[1])]
                 ["algorithm"].nunique() >= 2]
     return (compared, [c for c in cols if c not in compared]) if compared else (cols, [])
+
+
+def figure_rows(df: pd.DataFrame, library: str) -> tuple[pd.DataFrame, dict, pd.DataFrame]:
+    """What a library's AUTO-vs-BEST figure draws of a summary: its own allreduce (AUTO, the
+    forced algorithms, the selectors; ValueError when there is none), the conditions they share
+    (``one_context``), and per (P, nodes, size) the fastest of its harness algorithms in those
+    conditions (``harness_best``)."""
+    full = prepare(df)
+    full = full[full["library"] == library]
+    d = full[full["kind"] != "harness"]
+    h = full[full["kind"] == "harness"]
+    if d.empty:
+        raise ValueError(f"no native:* rows of library {library!r}")
+    ctx = one_context(d)
+    for col, v in ctx.items():  # harness rows in the figure's conditions only
+        h = h[(h[col] == v) | (h[col].isna() & pd.isna(v))]
+    return d, ctx, harness_best(h)
+
+
+def figure_sets(prepared: pd.DataFrame, library: str) -> tuple[list[str], list, pd.DataFrame]:
+    """A library's rows of a ``prepare``d summary as its AUTO-vs-BEST figures split them:
+    ``(vary, sets, richest)``. ``vary``: the conditions of ``FIGURE_CONTEXT`` that vary among
+    its native rows; ``sets``: per combination of them (sorted), its conditions and rows;
+    ``richest``: the rows of the combination with the most timed cells (the first on ties), the
+    library's main figure (empty: no native row). The library's harness-algorithm rows of the
+    same P and sizes ride along in every set."""
+    own = prepared[prepared["library"] == library]
+    d = own[own["kind"] != "harness"]
+    h = own[(own["kind"] == "harness") & own["procs"].isin(set(d["procs"]))
+            & own["size"].isin(set(d["size"]))]
+    vary = varying(d, FIGURE_CONTEXT)
+    groups = [g for _, g in d.groupby(vary, dropna=False, sort=True)] if vary else [d]
+    richest = max(groups, key=lambda g: int(timed_mask(g).sum()))
+    sets = [(constants(g, FIGURE_CONTEXT), pd.concat([g, h])) for g in groups]
+    return vary, sets, pd.concat([richest, h]) if len(d) else d
+
+
+def untimed(d: pd.DataFrame) -> dict[str, str]:
+    """The algorithms of ``d`` without a timed row, each with its statuses (``failed/timeout``)."""
+    unplotted = set(d["algorithm"]) - set(d[timed_mask(d)]["algorithm"])
+    rows = d[d["algorithm"].isin(unplotted)]
+    return rows.groupby("algorithm")["status"].agg(lambda s: "/".join(sorted(set(map(str, s))))).to_dict()

@@ -69,3 +69,16 @@ def is_oversubscribed(row) -> bool:
     value = row.get("oversubscribed") if hasattr(row, "get") else getattr(row, "oversubscribed",
                                                                           False)
     return value is True or str(value).strip().lower() == "true"
+
+
+def claims_nothing_mask(rows: pd.DataFrame) -> np.ndarray:
+    """Rows that claim nothing (the figures draw them hollow): not converged (the categorical
+    ``status``) or oversubscribed (``oversubscribed_mask``; in a frame joined from typed rows
+    and others, True where True)."""
+    mask = np.zeros(len(rows), dtype=bool)
+    if "status" in rows:
+        mask |= (rows["status"] == "not-converged").to_numpy(bool)
+    if "oversubscribed" in rows:
+        flag = rows["oversubscribed"]
+        mask |= (oversubscribed_mask(rows) if flag.dtype == bool else flag.eq(True)).to_numpy(bool)
+    return mask

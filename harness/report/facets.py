@@ -14,8 +14,8 @@ their ticks and labels, the colours and markers (``style``), the hollow points, 
 - ``x_axis(ax, column, values)``, ``size_axis(ax, sizes)``: the one way each axis is drawn:
   sizes on a log2 axis labelled by ``harness.units.format_size`` ("message size per rank"),
   P as plain integers, max delays in ms.
-- ``hollow_mask(rows)``: the points drawn hollow: status ``not-converged`` or
-  ``oversubscribed`` (the typed summary's categorical and boolean, ``harness.results.summary``).
+- the points drawn hollow: status ``not-converged`` or ``oversubscribed`` (the typed
+  summary's categorical and boolean; ``harness.analysis.vocabulary.claims_nothing_mask``).
 
 Kinds of ``y``: ``"time"`` (``mean``, ``ci_low``, ``ci_high`` in seconds, drawn in the unit
 that suits the figure's largest time), ``"throughput"`` (MiB/s = size / time, the CI turned
@@ -38,7 +38,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from ..analysis.vocabulary import oversubscribed_mask
+from ..analysis.vocabulary import claims_nothing_mask
 from ..units import format_size
 from . import style
 from .tables import time_unit
@@ -105,25 +105,13 @@ class Spec:
     xlabel: str | None = None
     ylabel: str | None = None  # a time axis gets its unit appended
     reference: float | None = None  # a horizontal line (a speedup of 1)
-    hollow: str | None = None  # a boolean column; None: hollow_mask
+    hollow: str | None = None  # a boolean column; None: claims_nothing_mask
     hollow_note: str = HOLLOW_NOTE  # the legend's entry for the hollow points
     panel_size: tuple[float, float] = (3.4, 2.8)
     notes: tuple[str, ...] = ()  # lines under the legend
     # after(ax, key, rows, factor): what a report draws over a panel (factor: time_unit's);
     # it may return {label: handle} for the legend
     after: Callable | None = field(default=None, repr=False)
-
-
-def hollow_mask(rows: pd.DataFrame) -> np.ndarray:
-    """Points that claim nothing: not converged (the categorical ``status``) or measured
-    with more ranks than cores (the boolean ``oversubscribed``)."""
-    mask = np.zeros(len(rows), dtype=bool)
-    if "status" in rows:
-        mask |= (rows["status"] == "not-converged").to_numpy(bool)
-    if "oversubscribed" in rows:  # a frame joined from typed rows and others: True where True
-        flag = rows["oversubscribed"]
-        mask |= (oversubscribed_mask(rows) if flag.dtype == bool else flag.eq(True)).to_numpy(bool)
-    return mask
 
 
 def points(spec: Spec, rows: pd.DataFrame, factor: float = 1.0):
@@ -171,7 +159,7 @@ def panel(ax, spec: Spec, rows: pd.DataFrame, factor: float = 1.0) -> dict[str, 
     for name in spec.order(list(rows[spec.series].dropna().unique())):
         s = rows[rows[spec.series] == name].sort_values(spec.x)
         x, y, err = points(spec, s, factor)
-        hollow = s[spec.hollow].eq(True).to_numpy(bool) if spec.hollow else hollow_mask(s)
+        hollow = s[spec.hollow].eq(True).to_numpy(bool) if spec.hollow else claims_nothing_mask(s)
         hollow_any |= bool(hollow.any())
         label = spec.label(name)
         handles[label] = _line(ax, spec, spec.look(name), label, x, y, err, hollow)

@@ -33,18 +33,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from ..analysis.auto_vs_best import FIGURE_CONTEXT, figure_columns, harness_best, one_context
+from ..analysis.auto_vs_best import (  # noqa: F401  (harness_best: read by the tests)
+    FIGURE_CONTEXT, figure_columns, figure_rows, figure_sets, harness_best, untimed)
 from ..analysis.bound import chan, link, of_bound
 from . import facets, style, tables
-
-def _algo_order(names) -> list[str]:
-    def key(n):
-        try:
-            return (0, style.KNOWN_ALGORITHMS.index(n), n)
-        except ValueError:
-            return (1, 0, n)
-    return sorted(set(names), key=key)
-
 
 def context_label(ctx: dict) -> str:
     """``float64 sum, no delay`` from constant conditions."""
@@ -81,7 +73,7 @@ def _bar_halfwidth(sizes) -> float:
 # the top panels: MiB/s of every timed algorithm, AUTO thick and black; the fastest harness
 # algorithm of each size dashed
 THROUGHPUT = facets.Spec(x="size", y="throughput", series="algorithm", label=style.long_label,
-                         order=_algo_order, ylabel="Throughput (MiB/s)")
+                         order=style.algorithm_order, ylabel="Throughput (MiB/s)")
 HARNESS_BEST = facets.Spec(x="size", y="throughput", series="line", look=lambda _: facets.Look(
     style.SERIES_COLORS["harness best"], "D", "--", lw=2.0, ms=4, zorder=8))
 
@@ -202,12 +194,10 @@ def _keys(d: pd.DataFrame, library: str, bound_doc) -> dict:
     if bound_doc and link(bound_doc, library, 1):
         keys["lower bound (Chan et al.), campaign's ping-pong fit"] = Line2D(
             [], [], color="0.4", lw=1.4, ls=":", marker="_", ms=12)
-    unplotted = sorted(set(d["algorithm"]) - set(d[tables.timed_mask(d)]["algorithm"]))
-    if unplotted:
-        statuses = d[d["algorithm"].isin(unplotted)].groupby("algorithm")["status"].agg(
-            lambda s: "/".join(sorted(set(map(str, s)))))
+    statuses = untimed(d)
+    if statuses:
         keys["not plotted, no valid time: " + ", ".join(
-            f"{style.short(a)} ({statuses[a]})" for a in _algo_order(unplotted))] = Line2D(
+            f"{style.short(a)} ({statuses[a]})" for a in style.algorithm_order(statuses))] = Line2D(
             [], [], linestyle="none")
     return keys
 
@@ -228,16 +218,7 @@ def auto_vs_best_figure(df: pd.DataFrame, library: str, path_without_ext, *,
     harness algorithms under ``library`` in the same conditions add the fastest of them per
     size as a dashed line ("harness best"). Writes ``<path>.png`` and ``<path>.pdf``; returns
     the two paths."""
-    full = tables.prepare(df)
-    full = full[full["library"] == library]
-    d = full[full["kind"] != "harness"]  # the library's own allreduce: AUTO, forced, selectors
-    h = full[full["kind"] == "harness"]
-    if d.empty:
-        raise ValueError(f"no native:* rows of library {library!r}")
-    ctx = one_context(d)
-    for col, v in ctx.items():  # harness rows in the figure's conditions only
-        h = h[(h[col] == v) | (h[col].isna() & pd.isna(v))]
-    hbest = harness_best(h)
+    d, ctx, hbest = figure_rows(df, library)
     table = tables.auto_vs_best(d)
     cols, alone = figure_columns(d)
     n_sizes = d["size"].nunique()
@@ -274,11 +255,8 @@ def _slug(ctx: dict, cols) -> str:
     parts = []
     for c in FIGURE_CONTEXT:
         if c in ctx and c in cols:
-            v = ctx[c]
-            if c == "max_delay":
-                v = tables.format_time(float(v))[0].replace(" ", "").replace("µ", "u") if float(v) > 0 else "0"
-            elif isinstance(v, float) and v.is_integer():
-                v = int(v)
+            v = tables.context_value_label(c, ctx[c])  # a max delay as 1.00ms
+            v = v.replace(" ", "").replace("µ", "u") if c == "max_delay" else v
             parts.append(f"{c}-{v}" if c in ("max_delay", "late_rank", "metric") else str(v))
     return "_".join(parts).replace("/", "-")
 
@@ -307,28 +285,17 @@ def make(inputs) -> list[Path]:
     written += tables.write_table(table, Path(tables_dir) / "auto_vs_best", caption)
     libs = set(d["library"]) | set(inputs.libraries)
     for lib in sorted(libs, key=style.library_sort_key):
-        dl = d[d["library"] == lib]
         main = Path(figures_dir) / f"auto_vs_best_{lib}"
-        if dl.empty:
+        vary, sets, richest = figure_sets(everything, lib)
+        if richest.empty:
             written += style.placeholder(main, f"{style.library_title(lib)}: AUTO vs forced "
                                          "allreduce algorithms", "no native cell of this library "
                                          "in the summary")
             continue
-        # the library's harness-algorithm rows ride along (same P and sizes as its natives)
-        hl = everything[(everything["library"] == lib)
-                        & (everything["kind"] == "harness")
-                        & everything["procs"].isin(set(dl["procs"]))
-                        & everything["size"].isin(set(dl["size"]))]
-        vary = tables.varying(dl, FIGURE_CONTEXT)
-        if not vary:
-            written += auto_vs_best_figure(pd.concat([dl, hl]), lib, main, bound_doc=bound_doc)
-            continue
-        groups = [g for _, g in dl.groupby(vary, dropna=False, sort=True)]
-        for g in groups:
-            slug = _slug(tables.constants(g, FIGURE_CONTEXT), vary)
-            written += auto_vs_best_figure(pd.concat([g, hl]), lib,
-                                           Path(figures_dir) / f"auto_vs_best_{lib}_{slug}",
+        for ctx, rows in sets if vary else ():  # one file per set of conditions
+            written += auto_vs_best_figure(rows, lib, Path(figures_dir)
+                                           / f"auto_vs_best_{lib}_{_slug(ctx, vary)}",
                                            bound_doc=bound_doc)
-        richest = max(groups, key=lambda g: int(tables.timed_mask(g).sum()))  # first on ties
-        written += auto_vs_best_figure(pd.concat([richest, hl]), lib, main)
+        # the main file: the richest set (its bound only when it is the only set)
+        written += auto_vs_best_figure(richest, lib, main, bound_doc=None if vary else bound_doc)
     return written

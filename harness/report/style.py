@@ -5,7 +5,7 @@
   unknown names get a colour derived from a hash of the name (stable across runs and
   machines, but it may resemble another one). ``native:auto`` (AUTO) is always black.
 - ``library_color(library)`` / ``library_marker(library)``: the same for the lines of a
-  library (``LIBRARY_COLORS``).
+  library (``LIBRARIES``).
 - ``short(name)``: the abbreviation used in BEST labels (``native:ring`` -> ``RNG``).
 - ``setup()``: paper-ready rcParams (readable sizes, no top/right spines, embedded TrueType).
 - ``save(fig, path_without_ext)``: writes ``.png`` (150 dpi) and ``.pdf``, each atomically.
@@ -75,12 +75,12 @@ _ABBREV = {
     "shumilin_ring": "SHR", "topo_shm_flat": "TSF", "nreduce": "NRD", "ring_alt": "RNA",
 }
 
-LIBRARY_TITLES = {"mpich": "MPICH", "openmpi": "Open MPI", "impi": "Intel MPI"}
+# per library: its title, and the colour and marker of its lines where the lines are
+# libraries (ping-pong, cross-library)
+LIBRARIES = {"mpich": ("MPICH", "#1f77b4", "o"), "openmpi": ("Open MPI", "#d62728", "s"),
+             "impi": ("Intel MPI", "#2ca02c", "D")}
 # the node-aware comparison's harness algorithms as Bienz et al. name them
 NODE_AWARE = {"recursive_doubling": "RD", "smp": "SMP", "nap": "NAP"}
-# one colour and marker per library, where the lines are libraries (ping-pong, cross-library)
-LIBRARY_COLORS = {"mpich": "#1f77b4", "openmpi": "#d62728", "impi": "#2ca02c"}
-LIBRARY_MARKERS = {"mpich": "o", "openmpi": "s", "impi": "D"}
 
 
 def _index(name: str) -> int | None:
@@ -121,6 +121,11 @@ def marker(name: str) -> str:
     return MARKERS[i % len(MARKERS)]
 
 
+def algorithm_order(names) -> list[str]:
+    """``names`` once each: the known ones in the order of ``COLORS``, then the others sorted."""
+    return sorted(set(names), key=lambda n: (1, 0, n) if _index(n) is None else (0, _index(n), n))
+
+
 def short(name: str) -> str:
     """Abbreviation of an algorithm name: ``native:ring`` -> ``RNG``; harness ones keep their
     own name (``suara2``), so a native and a harness algorithm never share a label."""
@@ -149,15 +154,15 @@ SERIES_COLORS = {"adaptive": "#d62728", "random": "#1f77b4", "grid": "#2ca02c",
 
 def library_color(library: str) -> str:
     """The colour of a library's lines; another installation's is derived from its name."""
-    return LIBRARY_COLORS.get(library) or color(f"library:{library}")
+    return LIBRARIES[library][1] if library in LIBRARIES else color(f"library:{library}")
 
 
 def library_marker(library: str) -> str:
-    return LIBRARY_MARKERS.get(library) or marker(f"library:{library}")
+    return LIBRARIES[library][2] if library in LIBRARIES else marker(f"library:{library}")
 
 
 def library_title(library: str) -> str:
-    return LIBRARY_TITLES.get(library, library)
+    return LIBRARIES[library][0] if library in LIBRARIES else library
 
 
 def library_label(library: str, version) -> str:
@@ -165,9 +170,9 @@ def library_label(library: str, version) -> str:
     an installation of another name as ``ompi41 (Open MPI 4.1.4)``."""
     text = "" if version is None or (isinstance(version, float) and version != version) else str(version)
     m = re.search(r"\d+(?:\.\d+)+(?:[a-z]+\d*)?", text)
-    if library not in LIBRARY_TITLES:
+    if library not in LIBRARIES:
         family = family_of_version(text)
-        inner = f"{LIBRARY_TITLES[family]} {m.group(0) if m else ''}".strip() if family else (
+        inner = f"{LIBRARIES[family][0]} {m.group(0) if m else ''}".strip() if family else (
             m.group(0) if m else " ".join(text.split()))
         return f"{library} ({inner})" if inner else library
     title = library_title(library)
