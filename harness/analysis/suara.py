@@ -86,6 +86,16 @@ def suara_auto(d: pd.DataFrame) -> pd.DataFrame:
     return s.merge(native_refs(d), on=KEYS, how="left")
 
 
+def speedups(d: pd.DataFrame) -> pd.DataFrame:
+    """SUARA2's speedup (the reference's time / its own) over AUTO and over BEST at each cell
+    of ``suara_auto``: one row per cell and reference, ``line`` ``<size>|AUTO`` or
+    ``<size>|BEST``."""
+    s = suara_auto(d)
+    return pd.concat([s.assign(line=[f"{int(z)}|{who}" for z in s["size"]],
+                               speedup=s[who.lower()] / s["mean"]) for who in ("AUTO", "BEST")],
+                     ignore_index=True)
+
+
 def three_step(d: pd.DataFrame) -> pd.DataFrame:
     """The 3-step baseline's cells (``three_step``) keyed like SUARA2's, as reference columns
     ``three`` (mean), ``three_lo``, ``three_hi`` and ``three_grid``."""
@@ -105,6 +115,17 @@ def sweeps(d: pd.DataFrame) -> pd.DataFrame:
     s["row"] = s["p"].map(lambda p: p.get("row", "ring"))
     s["col"] = s["p"].map(lambda p: p.get("col", "ring"))
     return s
+
+
+def grid_sweeps(d: pd.DataFrame) -> tuple[pd.DataFrame, list]:
+    """Fig. 7's sweeps: ``sweeps`` of one algorithm in rows and columns (the 36-combination
+    check's mixed pairs are the agreement check's), each with ``panel``, the index of its
+    (library, P, row, col) in the sorted keys also returned."""
+    s = sweeps(d)
+    s = s[s["row"] == s["col"]]
+    keys = sorted(set(zip(s["library"], s["procs"], s["row"], s["col"])))
+    return s.assign(panel=[keys.index(k) for k in zip(s["library"], s["procs"], s["row"],
+                                                       s["col"])]), keys
 
 
 def agreement_models(summary_csv, fitted: models.Params | None = None, how: str = "") -> list:

@@ -43,8 +43,7 @@ from ..analysis.suara import has_ci as _has_ci
 from ..analysis.suara import load as _load
 from ..analysis.suara import model_name as _model_name
 from ..analysis.suara import modelled as _modelled
-from ..analysis.suara import suara_auto as _suara_auto
-from ..analysis.suara import sweeps as _sweeps
+from ..analysis.suara import grid_sweeps, speedups
 from ..analysis.vocabulary import is_oversubscribed as _crowded
 from . import facets, style, tables
 
@@ -176,11 +175,8 @@ def speedup_figure(d: pd.DataFrame, params: models.Params, how: str, path) -> li
     """SUARA2's speedup over AUTO (solid) and BEST (dashed, hollow) against P, a colour per
     size, a panel per library; dotted the model's best grid over the best single algorithm,
     grey a sqrt(P) through the first point."""
-    s = _suara_auto(d)
-    rows = pd.concat([s.assign(line=[f"{int(z)}|{who}" for z in s["size"]],
-                               speedup=s[who.lower()] / s["mean"]) for who in ("AUTO", "BEST")],
-                     ignore_index=True)
-    colour = facets.sequential_look(s["size"])
+    rows = speedups(d)
+    colour = facets.sequential_look(rows["size"])
 
     def look(line: str) -> facets.Look:
         size, who = _speedup_line(line)
@@ -211,14 +207,9 @@ def speedup_figure(d: pd.DataFrame, params: models.Params, how: str, path) -> li
 def grid_figure(d: pd.DataFrame, params: models.Params, how: str, path) -> list[Path]:
     """Time against the process columns P_c of the grid (Fig. 7), a panel per library, P and
     algorithm pair, a colour per size; dotted the model, dashed sqrt(P)."""
-    s = _sweeps(d)
-    # Fig. 7 draws one algorithm in rows and columns; the 36-combination check's mixed pairs
-    # are in tables/suara_agreement
-    s = s[s["row"] == s["col"]]
-    keys = sorted(set(zip(s["library"], s["procs"], s["row"], s["col"])))
+    s, keys = grid_sweeps(d)  # one algorithm in rows and columns (tables/suara_agreement: all)
     # log axis: a CI reaching below zero (few noisy repetitions) is drawn down to y/10
-    s = s.assign(panel=[keys.index(k) for k in zip(s["library"], s["procs"], s["row"], s["col"])],
-                 ci_low=np.maximum(s["ci_low"], s["mean"] / 10))
+    s = s.assign(ci_low=np.maximum(s["ci_low"], s["mean"] / 10))
     colour = facets.sequential_look(s["size"])
 
     def model(ax, key, g, factor) -> None:
