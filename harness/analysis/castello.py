@@ -217,6 +217,20 @@ def pingpong_for(doc: dict, library: str) -> tuple[dict, str]:
     return pp[other], other
 
 
+def machine_params(doc: dict | None) -> tuple[dict | None, dict, str]:
+    """This machine's alpha, beta, gamma (Fig. 1) from ``doc``'s ping-pong fit of the preferred
+    library (``pingpong_for``): (the parameters, the fit, its library); the parameters None
+    where the fit has beta = 0 (sizes too close to tell the bandwidth) or there is no gamma,
+    and (None, {}, "") without a fit."""
+    if not (doc and doc.get("pingpong")):
+        return None, {}, ""
+    pp, src = pingpong_for(doc, netparams.PREFERRED_LIBRARY)
+    g = pp.get("gamma") or doc.get("gamma")
+    if not pp.get("beta", 0) > 0 or not g:
+        return None, pp, src
+    return {"alpha": pp["alpha"], "beta": pp["beta"], "gamma": g}, pp, src
+
+
 def model_table(meas: pd.DataFrame, doc: dict) -> pd.DataFrame:
     """One row per measured (library, P, algorithm, size): measured and modelled."""
     rows = []

@@ -36,12 +36,12 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 
-from ..analysis import netparams
 from ..analysis.castello import (
     ALGORITHMS,
     CASTELLO,
     NATIVE,
     fig5_lines,
+    machine_params,
     measured,
     model_mibs,
     model_table,
@@ -130,22 +130,18 @@ def fig2(meas: pd.DataFrame, doc: dict, path) -> list[Path]:
 def fig1(doc: dict | None, path) -> list[Path]:
     """Castelló et al., Fig. 1 with the paper's parameters (solid) and, when the parameter file
     has a ping-pong fit, the same curves with this machine's alpha, beta, gamma (dashed)."""
-    sets = [("Castelló et al.", CASTELLO, "-")]
-    mine = ""
-    if doc and doc.get("pingpong"):
-        pp, src = pingpong_for(doc, netparams.PREFERRED_LIBRARY)
-        g = pp.get("gamma") or doc.get("gamma")
-        if not pp.get("beta", 0) > 0:  # a fit on sizes too close to tell the bandwidth
-            mine = (f"this machine not drawn: the {style.library_title(src)} ping-pong fit has "
-                    "beta = 0 (its sizes do not resolve the bandwidth; fit with larger sizes)")
-        elif g:
-            sets.append(("this machine", {"alpha": pp["alpha"], "beta": pp["beta"], "gamma": g},
-                         "--"))
-            mine = (f"dashed: this machine, {style.library_title(src)} ping-pong fit "
-                    f"({pp.get('level', '?')}): alpha = {tables.format_time(pp['alpha'])[0]}, "
-                    f"1/beta = {1 / pp['beta'] / 1e6:,.0f} MB/s, gamma = {1 / g / 4:.3g} FP32 "
-                    f"flop/s (4 B each)")
-    if not mine:
+    machine, pp, src = machine_params(doc)
+    sets = [("Castelló et al.", CASTELLO, "-")] + ([("this machine", machine, "--")] if machine
+                                                   else [])
+    if machine:
+        mine = (f"dashed: this machine, {style.library_title(src)} ping-pong fit "
+                f"({pp.get('level', '?')}): alpha = {tables.format_time(pp['alpha'])[0]}, "
+                f"1/beta = {1 / pp['beta'] / 1e6:,.0f} MB/s, gamma = "
+                f"{1 / machine['gamma'] / 4:.3g} FP32 flop/s (4 B each)")
+    elif src and not pp.get("beta", 0) > 0:
+        mine = (f"this machine not drawn: the {style.library_title(src)} ping-pong fit has "
+                "beta = 0 (its sizes do not resolve the bandwidth; fit with larger sizes)")
+    else:
         mine = "this machine not drawn: the parameter file has no ping-pong fit (harness fit)"
     style.setup()
     fig = Figure(figsize=(10.0, 7.6), layout="constrained")
