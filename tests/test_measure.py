@@ -183,13 +183,14 @@ def test_normality_comes_from_the_raw_repetitions(results_root):
     assert check.returncode == 0 and "consistent" in check.stdout, check.stdout + check.stderr
 
 
-def test_dry_run_prints_a_quoted_script_and_writes_nothing(results_root):
-    campaign = "a b;touch x"
-    out = harness("run", "--library", "mpich", "--campaign", campaign, "--dry-run")
+def test_dry_run_prints_a_quoted_script_and_writes_nothing(tmp_path, monkeypatch):
+    # a results directory whose path has a space, ';' and '$(...)': every path in the job
+    # script carries it, and none may split a word or end a command
+    odd = tmp_path / "odd root;touch x $(name)"
+    monkeypatch.setenv("HARNESS_RESULTS", str(odd))
+    out = harness("run", "--library", "mpich", "--campaign", "dry", "--dry-run")
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("#!/usr/bin/env bash")
-    # the words bash sees on every command line: the campaign never splits a word (a space)
-    # nor ends a command (';'), which it would if pasted unquoted
     commands = [l for l in out.stdout.splitlines() if l.strip() and not l.startswith("#")]
     for line in commands:
         lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
@@ -197,16 +198,29 @@ def test_dry_run_prints_a_quoted_script_and_writes_nothing(results_root):
         words = list(lexer)
         assert ";" not in words and "touch" not in words, (line, words)
     (launch,) = [l for l in commands if l.startswith("exec ")]
-    spec = Path(shlex.split(launch)[-1])  # the bench's spec: one word, the campaign inside it
-    assert spec.parent == results_root / campaign / "jobs" and spec.suffix == ".json", launch
+    spec = Path(shlex.split(launch)[-1])  # the bench's spec: one word, the odd path inside it
+    assert spec.parent == odd / "dry" / "jobs" and spec.suffix == ".json", launch
+    assert not odd.exists()
+
+
+def test_campaign_name_that_is_no_name_is_refused_before_anything(results_root):
+    # a campaign name names a directory and appears in job scripts: one that is not a plain
+    # name is refused by the config's validation, which `harness run` goes through
+    out = harness("run", "--library", "mpich", "--campaign", "odd $(name);x", "--procs", "2",
+                  "--size", "8B", *FAST)
+    assert out.returncode == 2
+    assert "argument --campaign: 'odd $(name);x' is not a valid name" in out.stderr
     assert not results_root.exists()
 
 
-def test_campaign_name_is_never_pasted_unquoted(results_root):
-    out = harness("run", "--library", "mpich", "--campaign", "odd $(name);x", "--procs", "2",
+def test_results_path_is_never_pasted_unquoted(tmp_path, monkeypatch):
+    odd = tmp_path / "odd $(name);x"
+    monkeypatch.setenv("HARNESS_RESULTS", str(odd))
+    out = harness("run", "--library", "mpich", "--campaign", "q", "--procs", "2",
                   "--size", "8B", *FAST)
     assert out.returncode == 0, out.stderr
-    assert (results_root / "odd $(name);x" / "summary.csv").is_file()
+    assert (odd / "q" / "summary.csv").is_file()
+    assert not (tmp_path / "x").exists()
 
 
 @pytest.mark.parametrize("library", ["mpich", "impi", "openmpi"])
