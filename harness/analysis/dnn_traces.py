@@ -6,6 +6,8 @@ under each fusion policy and precision (``model_table``). Written and drawn by
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pandas as pd
 
 from ..dnn import fusion, traces
@@ -33,3 +35,16 @@ def model_table(models=traces.MODELS) -> pd.DataFrame:
         row["bytes_per_iteration_fp32"] = t.parameters * fusion.PRECISIONS["fp32"]
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def messages(model: str, precision: str = "fp32") -> dict:
+    """One training iteration's gradient messages of ``model`` at ``precision`` (Fig. 7): the
+    message sizes in bytes (``sizes``, ascending), how many tensors have each (``counts``),
+    each fusion policy's calls in bytes (``calls``), the tensors and the bytes of all
+    parameters (``tensors``, ``bytes``)."""
+    t, itemsize = traces.load(model), fusion.PRECISIONS[precision]
+    counts = Counter(n * itemsize for n in t.numels)
+    sizes = sorted(counts)
+    return {"sizes": sizes, "counts": [counts[s] for s in sizes], "tensors": len(t.tensors),
+            "calls": {p: fusion.calls(t.numels, p, precision) for p in fusion.POLICIES},
+            "bytes": t.parameters * itemsize}

@@ -14,7 +14,6 @@ The traces are the committed ones (``harness.dnn.traces.load``): no PyTorch need
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 import matplotlib.ticker
@@ -22,8 +21,8 @@ import matplotlib.transforms
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..analysis.dnn_traces import COMBOS, model_table
-from ..dnn import fusion, traces
+from ..analysis.dnn_traces import COMBOS, messages, model_table
+from ..dnn import traces
 from . import facets, style, tables
 
 __all__ = ["COMBOS", "make_fig7", "model_table", "table_rows"]
@@ -93,16 +92,13 @@ def fig7(models, path_without_ext) -> list[Path]:
     nrows = (len(models) + cols - 1) // cols
     fig = Figure(figsize=(3.5 * cols + 0.4, 2.5 * nrows + 0.8), layout="constrained")
     axes = fig.subplots(nrows, cols, squeeze=False)
-    itemsize = fusion.PRECISIONS["fp32"]
     marks = (("horovod", "v", style.SERIES_COLORS["horovod"], 0.97),
              ("ddp", "d", style.SERIES_COLORS["ddp"], 0.90))
     for ax in axes.flat[len(models):]:
         ax.set_axis_off()
     for ax, m in zip(axes.flat, models):
-        t = traces.load(m)
-        counts = Counter(n * itemsize for n in t.numels)
-        sizes = sorted(counts)
-        ys = [counts[s] for s in sizes]
+        msg = messages(m)
+        sizes, ys = msg["sizes"], msg["counts"]
         top = max(ys) * 1.3
         ax.vlines(sizes, 0, ys, color="0.25", lw=1.0)
         ax.plot(sizes, ys, "o", color="0.15", ms=3.5, label="per-tensor message")
@@ -110,12 +106,11 @@ def fig7(models, path_without_ext) -> list[Path]:
         ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         trans = matplotlib.transforms.blended_transform_factory(ax.transData, ax.transAxes)
         for policy, marker, color, y in marks:
-            c = fusion.calls(t.numels, policy, "fp32")
+            c = msg["calls"][policy]
             ax.plot(c, [y] * len(c), marker, color=color, ms=4.5, transform=trans, ls="none",
                     clip_on=False, label=f"{POLICY_LABEL[policy]} fused call")
         facets.size_axis(ax, [], label="message size (fp32)", limits=(2**3, 2**30))
-        ax.set_title(f"{TITLES.get(m, m)}: {len(t.tensors)} tensors, "
-                     f"{human_bytes(t.parameters * itemsize)}")
+        ax.set_title(f"{TITLES.get(m, m)}: {msg['tensors']} tensors, {human_bytes(msg['bytes'])}")
         ax.set_ylabel("number of messages")
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=3)
