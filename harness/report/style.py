@@ -75,8 +75,7 @@ _ABBREV = {
     "shumilin_ring": "SHR", "topo_shm_flat": "TSF", "nreduce": "NRD", "ring_alt": "RNA",
 }
 
-# per library: its title, and the colour and marker of its lines where the lines are
-# libraries (ping-pong, cross-library)
+# per library: its title, its lines' colour and marker (ping-pong, cross-library, ...)
 LIBRARIES = {"mpich": ("MPICH", "#1f77b4", "o"), "openmpi": ("Open MPI", "#d62728", "s"),
              "impi": ("Intel MPI", "#2ca02c", "D")}
 # the node-aware comparison's harness algorithms as Bienz et al. name them
