@@ -60,7 +60,7 @@ from .. import models
 from ..errors import FitError
 from ..fileio import write_json
 from ..models import maxrate
-from ..results.summary import typed
+from ..results.summary import load, typed
 from .fit import fit_campaign
 from .vocabulary import timed_mask
 
@@ -292,7 +292,7 @@ def fit_file(summary_csv, campaign: str | None = None, library: str = "openmpi",
     neither native allreduce cells nor ping-pong cells."""
 
     summary_csv = Path(summary_csv)
-    df = pd.read_csv(summary_csv)
+    df = load(summary_csv)
     have = kinds(df)
     if not (have["native"] or have["pingpong"]):
         algs = sorted({str(a) for a in df.get("algorithm", [])})

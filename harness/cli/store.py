@@ -59,18 +59,20 @@ def cmd_status(args, parser) -> int:
     """Cells by status, split into launches that fit the cores and oversubscribed ones; the last
     line counts the failed, timeout and wrong ones, and any of them exit 3 (``outcome``)
     unless the config allows failures."""
+    import numpy as np
     import pandas as pd
+
+    from ..results import summary
 
     path = paths.results_root() / args.campaign / "summary.csv"
     if not path.is_file():
         parser.error(f"argument campaign: no summary at {path} (run the campaign first)")
-    df = pd.read_csv(path)
-    if "oversubscribed" not in df:
-        df["oversubscribed"] = None
-    over = df["oversubscribed"].map({True: "P > cores", False: "P <= cores", "True": "P > cores",
-                                     "False": "P <= cores"}).fillna("unknown")
-    over[df["status"] == "not-applicable"] = "not launched"  # the plan excluded them
-    table = pd.crosstab(over, df["status"], margins=True, margins_name="all")
+    df = summary.load(path)
+    status = df["status"].astype(object).fillna("").astype(str)
+    over = pd.Series(np.where(df["oversubscribed"], "P > cores", "P <= cores"), index=df.index,
+                     name="oversubscribed")
+    over[status == "not-applicable"] = "not launched"  # the plan excluded them
+    table = pd.crosstab(over, status, margins=True, margins_name="all")
     print(f"campaign {args.campaign}: {len(df)} cells ({path})")
     print(table.to_string())
     fits = df[over == "P <= cores"]
@@ -79,7 +81,7 @@ def cmd_status(args, parser) -> int:
               f"({(fits.status == 'ok').mean():.0%})")
     cfg = _campaign_config(args, parser)
     allowed = bool(cfg and cfg.allow_failures)
-    bad, line = outcome.line(df["status"].fillna(""), args.campaign, allowed)
+    bad, line = outcome.line(status, args.campaign, allowed)
     print(line, flush=True)
     return outcome.FAILED_EXIT if bad and not allowed else 0
 
