@@ -46,7 +46,8 @@ CONCEPTS = (
     Concept("a flag read from text", "results/summary.py (FLAGS as booleans); "
             "analysis/vocabulary.py: oversubscribed_mask, is_oversubscribed",
             re.compile(r"""\.lower\(\)\s*(?:==|in\b|\.eq\()\s*\(?\s*["']true["']"""
-                       r"""|==\s*["']True["']|def\s+_?(?:truthy|true|crowded)\s*\("""),
+                       r"""|==\s*["']True["']|["']True["']\s*:"""
+                       r"""|def\s+_?(?:truthy|true|crowded)\s*\("""),
             {"results/summary.py": "the definition (_flag: the file's text to a boolean, once)",
              "analysis/vocabulary.py": "the definition (is_oversubscribed of one row or dict)",
              "report/findings.py": "reads the report's own CSV tables (tuned.csv's held_out), "
