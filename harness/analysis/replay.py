@@ -1,5 +1,5 @@
 """The selection policies replayed against a campaign's exhaustive truth, as data (``harness
-tune <c> --regret``): per library the truth table (``truth_tables``: every timed comparable
+tune regret <c>``): per library the truth table (``truth_tables``: every timed comparable
 native algorithm at every point, campaigns of the same cells pooled), every policy's regret
 curve over it (``replay_all``), Intel MPI's autotuner against it (``autotuner_point``), the
 regret table's rows (``table_rows``) and the surrogate at a held-out P or node count

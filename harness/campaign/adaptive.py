@@ -1,4 +1,4 @@
-"""``harness tune <c> --adaptive --budget N``: a tuning from a fraction of the measurements.
+"""``harness tune adaptive <c> --budget N``: a tuning from a fraction of the measurements.
 
 The exhaustive campaign measures every forced algorithm at every point. This driver plans the
 same candidate cells from a config (``candidates``: every ``native:*`` algorithm, AUTO

@@ -1,4 +1,4 @@
-"""``harness tune <c> --regret --judge <c2>``: the replayed choices timed in a second
+"""``harness tune regret <c> --judge <c2>``: the replayed choices timed in a second
 campaign of the same cells (``harness.analysis.regret.judged``): ``tables/regret_judged`` (the
 exhaustive BEST's own regret there, and each policy's regret and cost against that BEST after
 10 %, 25 % and 50 % of the cells) and the figures' third panel."""
