@@ -18,6 +18,7 @@ import numpy as np
 #   workload  a training iteration's gradient communication (its ``params`` name a workload)
 #   probe     a ping-pong or local reduction: network parameters, no allreduce time
 KINDS = ("native", "selector", "harness", "workload", "probe")
+AUTO = "native:auto"  # the library's own choice: no forcing variable set
 SELECTORS = ("native:tuned", "native:autotuner")
 PROBES = ("pingpong", "reduce_local")
 WORKLOAD_KEY = "workload"  # the parameter that makes a cell a workload (harness/dnn/workload.py)

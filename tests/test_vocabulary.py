@@ -85,11 +85,9 @@ CONCEPTS = (
                        r"""thread_level)["']\]\.fillna\("""),
             {"results/auto_ran.py": "the store's layer: it builds the summary's auto_ran column "
                                     "from the raw rows, before any reader types them"}),
-    Concept("AUTO", "analysis/vocabulary.py: AUTO",
+    Concept("AUTO", "cells.py: AUTO (with the selectors and probes; the vocabulary offers it)",
             re.compile(r"""^\s*AUTO\s*(?:,[^=\n]*)?=\s*["']native:auto["']"""),
-            {"analysis/vocabulary.py": "the definition",
-             "results/auto_ran.py": "the store's layer, below analysis: it cannot import the "
-                                    "vocabulary"}),
+            {"cells.py": "the definition, in the base layer every other layer may import"}),
 )
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import re
 
-AUTO = "native:auto"
+from ..cells import AUTO
+
 
 
 def labels(store) -> dict[tuple, str]:
