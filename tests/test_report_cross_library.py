@@ -113,7 +113,7 @@ def test_files_bold_and_oversubscribed_titles(summary, tmp_path):
     assert r"\textbf{2.00$\times$}" in tex and "**" not in tex
     csv = pd.read_csv(tmp_path / "tables" / "cross_library.csv")
     assert {"auto_speedup", "best_speedup", "best_algorithm", "reference"} <= set(csv.columns)
-    titles = [title for title, _ in xl._panels(xl.table(summary))]
+    titles = [xl.panel_title(key, g) for key, g in xl.panels(xl.table(summary))]
     assert titles == ["P = 2", "P = 4 (oversubscribed: no claim)"]
     for name in ("cross_library.png", "cross_library_normalised.png"):
         w, h = Image.open(tmp_path / "fig" / name).size

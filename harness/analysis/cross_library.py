@@ -82,3 +82,26 @@ def table(df: pd.DataFrame, reference: str | None = None) -> pd.DataFrame:
         out = out.reset_index(drop=True)
     out.attrs.update(reference=ref, keys=keys, context=avb.attrs.get("context", {}))
     return out
+
+
+def panels(t: pd.DataFrame):
+    """(key, rows) per P and condition combination of ``table``'s rows (its ``keys`` but the
+    size), in order."""
+    keys = [k for k in t.attrs.get("keys", ["procs", "size"]) if k != "size"]
+    for key, g in t.groupby(keys, sort=True, dropna=False):
+        yield dict(zip(keys, key if isinstance(key, tuple) else (key,))), g
+
+
+def lines(t: pd.DataFrame) -> tuple[pd.DataFrame, list[dict]]:
+    """AUTO and BEST of every library as the rows of a faceted figure: ``panel`` (the index
+    of its key in the keys also returned, ``panels``), ``line`` (``<library>|<version>|auto``),
+    ``status`` and the time with its CI."""
+    keys, parts = [], []
+    for i, (key, g) in enumerate(panels(t) if len(t) else []):
+        keys.append(key)
+        for who in ("auto", "best"):
+            parts.append(g.assign(
+                panel=i, line=g["library"] + "|" + g["library_version"].astype(str) + "|" + who,
+                status=g[f"{who}_status"],
+                **{c: g[f"{who}_{c}"] for c in ("mean", "ci_low", "ci_high")}))
+    return (pd.concat(parts, ignore_index=True) if parts else t), keys

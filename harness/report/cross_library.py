@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..analysis.cross_library import REFERENCE, reference_of, table  # noqa: F401
+from ..analysis.cross_library import REFERENCE, lines, panels, reference_of, table  # noqa: F401
 from . import facets, style, tables
 from .figures import context_label
 from .workload import grouped_bars
@@ -86,18 +86,13 @@ def caption(reference: str | None) -> str:
 
 # ----------------------------------------------------------------------------------- figures
 
-def _panels(t: pd.DataFrame):
-    """(title, rows) per P and condition combination."""
-    keys = [k for k in t.attrs.get("keys", ["procs", "size"]) if k != "size"]
-    for key, g in t.groupby(keys, sort=True, dropna=False):
-        key = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
-        title = f"P = {int(key['procs'])}"
-        ctx = {k: v for k, v in key.items() if k != "procs"}
-        if ctx:
-            title += ", " + (context_label(ctx) or ", ".join(f"{k} {v}" for k, v in ctx.items()))
-        if g["oversubscribed"].any():
-            title += f" ({OVERSUBSCRIBED})"
-        yield title, g
+def panel_title(key: dict, g: pd.DataFrame) -> str:
+    """A panel's title (``panels``): P, its conditions, whether its rows claim nothing."""
+    title = f"P = {int(key['procs'])}"
+    ctx = {k: v for k, v in key.items() if k != "procs"}
+    if ctx:
+        title += ", " + (context_label(ctx) or ", ".join(f"{k} {v}" for k, v in ctx.items()))
+    return title + (f" ({OVERSUBSCRIBED})" if g["oversubscribed"].any() else "")
 
 
 def _series(g: pd.DataFrame):
@@ -108,20 +103,6 @@ def _series(g: pd.DataFrame):
                                     key=lambda kv: (style.library_sort_key(kv[0][0]),
                                                     str(kv[0][1]))):
         yield lib, version, d, style.library_label(lib, version)
-
-
-def _lines(t: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """AUTO and BEST of every library as the rows of a faceted figure: ``panel`` (the index
-    of its title), ``line`` (``<library>|<version>|auto``) and the time with its CI."""
-    titles, parts = [], []
-    for i, (title, g) in enumerate(_panels(t) if len(t) else []):
-        titles.append(title)
-        for who in ("auto", "best"):
-            parts.append(g.assign(
-                panel=i, line=g["library"] + "|" + g["library_version"].astype(str) + "|" + who,
-                status=g[f"{who}_status"],
-                **{c: g[f"{who}_{c}"] for c in ("mean", "ci_low", "ci_high")}))
-    return (pd.concat(parts, ignore_index=True) if parts else t), titles
 
 
 def _look(line: str) -> facets.Look:
@@ -157,7 +138,8 @@ FIG6 = facets.Spec(x="size", y="throughput", series="line", cols="panel", wrap=2
 
 def figure(t: pd.DataFrame, base) -> list[Path]:
     """Fig. 6: MiB/s against size, AUTO solid and BEST dashed per library."""
-    rows, titles = _lines(t)
+    rows, keys = lines(t)
+    titles = [panel_title(key, rows[rows["panel"] == i]) for i, key in enumerate(keys)]
     spec = dataclasses.replace(FIG6, panel_title=lambda k: titles[k["panel"]])
     return facets.figure(spec, rows, base, empty="no native cells with a time")
 
@@ -168,16 +150,16 @@ def figure_normalised(t: pd.DataFrame, base) -> list[Path]:
     ref = style.library_title(t.attrs.get("reference") or REFERENCE)
     title = f"Speedup over {ref} AUTO (Castelló et al., Fig. 10 right style)"
     # a panel needs the reference's AUTO: P values only other libraries ran have no ratio
-    panels = [(pt, g) for pt, g in (_panels(t) if len(t) else [])
-              if np.isfinite(g[["auto_speedup", "best_speedup"]].to_numpy(float)).any()]
-    if not panels:
+    shown = [(panel_title(key, g), g) for key, g in (panels(t) if len(t) else [])
+             if np.isfinite(g[["auto_speedup", "best_speedup"]].to_numpy(float)).any()]
+    if not shown:
         return style.placeholder(base, title, f"no P with {ref} AUTO and another library")
     spec = facets.Spec(x="size", cols="panel", wrap=2, panel_size=(5.6, 3.2), title=title)
-    fig, axes, _, _ = facets.layout(spec, pd.DataFrame({"panel": range(len(panels))}))
-    for ax in axes.flatten()[len(panels):]:
+    fig, axes, _, _ = facets.layout(spec, pd.DataFrame({"panel": range(len(shown))}))
+    for ax in axes.flatten()[len(shown):]:
         ax.set_visible(False)
     handles: dict[str, object] = {}
-    for ax, (ptitle, g) in zip(axes.flatten(), panels):
+    for ax, (ptitle, g) in zip(axes.flatten(), shown):
         ratio = np.isfinite(g[["auto_speedup", "best_speedup"]].to_numpy(float)).any(axis=1)
         sizes = sorted(g.loc[ratio, "size"].unique())  # the sizes with a ratio to draw
         series = []
