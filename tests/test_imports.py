@@ -66,6 +66,8 @@ def test_no_module_imports_itself_through_others():
 LAZY = {
     ("harness.cli.", "harness.report"): "matplotlib and pandas, for the commands that draw",
     ("harness.cli.tune", "harness.campaign.adaptive"): "scikit-learn, for the adaptive tuning only",
+    ("harness.cli.store", "harness.results.summary"): "pandas, for `harness status` only (not "
+                                                      "for check and retry)",
     ("harness.cli.args", "harness.campaign.workflow"): "pandas (the confirmation's BEST), which "
                                                        "`harness exec` does without",
     ("harness.campaign.plan", "harness.campaign.tune"): "pandas, for native:tuned only (every "
