@@ -1,4 +1,4 @@
-"""The regret curves of ``harness tune <c> --regret``: how many measurements does a selection
+"""The regret curves of ``harness tune regret <c>``: how many measurements does a selection
 policy need to get within 5 % of the exhaustive campaign's BEST?
 
 The campaign's summary is the ground truth (``harness.analysis.regret.truth``): every forced
