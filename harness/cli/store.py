@@ -71,6 +71,8 @@ def cmd_status(args, parser) -> int:
     status = df["status"].astype(object).fillna("").astype(str)
     over = pd.Series(np.where(df["oversubscribed"], "P > cores", "P <= cores"), index=df.index,
                      name="oversubscribed")
+    # a cell that recorded no repetition (it failed before its first) says nothing of its fit
+    over[df["n"].isna() & status.isin(["failed", "timeout"])] = "unknown"
     over[status == "not-applicable"] = "not launched"  # the plan excluded them
     table = pd.crosstab(over, status, margins=True, margins_name="all")
     print(f"campaign {args.campaign}: {len(df)} cells ({path})")
