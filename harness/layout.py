@@ -2,7 +2,8 @@
 
 A cell's layout is an algorithm parameter (recorded with the cell):
 
-- ``layout: real`` (the default): the nodes the processes actually run on. A rank's node is
+- ``layout: real`` (the default): the nodes the processes actually run on (on a simulated
+  communicator, ``harness/simulate``: its SimGrid host, source ``simulated``). A rank's node is
   its Slurm node name (``SLURMD_NODENAME``, set by ``slurmd`` for every task) when there is
   one, else its shared-memory domain (``MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)``). Slurm's
   name comes first because several ``slurmd`` may share one machine (the CI's two-node Slurm
@@ -117,6 +118,9 @@ def resolve(comm, params: dict) -> Layout:
     kind, ppn = parse(params)
     if kind == "emulated":
         return emulated(comm.Get_size(), ppn)
+    simulated = getattr(comm, "node_names", None)  # a simulated communicator: each rank's host
+    if simulated is not None:
+        return from_keys(simulated(), "real", "simulated")
     slurm = os.environ.get("SLURMD_NODENAME")
     # every rank must take the same branch: use Slurm's names only if all ranks have one
     names = comm.allgather(slurm)

@@ -34,7 +34,7 @@ def reduce_bcast(comm, sendbuf, recvbuf, op, ctx):
     comm.Bcast(recvbuf, root=0)
 
 
-def _blocks(ctx, recvbuf, size: int):
+def _blocks(ctx, recvbuf, size: int, comm=None):
     """Per-rank counts and displacements of a block distribution of ``recvbuf``'s elements,
     and the in-place marker and datatype of the Allgatherv (made once per buffer, count and
     P, outside the timed calls: mpi4py is imported here, not where the harness is)."""
@@ -42,16 +42,20 @@ def _blocks(ctx, recvbuf, size: int):
            recvbuf.dtype.str, size)
     got = ctx.scratch.get(key)
     if got is None:
-        from mpi4py import MPI
-        from mpi4py.util.dtlib import from_numpy_dtype
-
         count = recvbuf.size
         counts = np.full(size, count // size, dtype=np.int64)
         counts[:count % size] += 1
         displs = np.concatenate(([0], np.cumsum(counts)[:-1]))
         counts, displs = [int(c) for c in counts], [int(d) for d in displs]
-        got = ctx.scratch[key] = (counts, displs, MPI.IN_PLACE,
-                                  [recvbuf, counts, displs, from_numpy_dtype(recvbuf.dtype)])
+        sim = getattr(comm, "MPI", None)  # a simulated communicator's constants (harness/simulate)
+        if sim is not None:
+            in_place, datatype = sim.IN_PLACE, recvbuf.dtype
+        else:
+            from mpi4py import MPI
+            from mpi4py.util.dtlib import from_numpy_dtype
+
+            in_place, datatype = MPI.IN_PLACE, from_numpy_dtype(recvbuf.dtype)
+        got = ctx.scratch[key] = (counts, displs, in_place, [recvbuf, counts, displs, datatype])
     return got
 
 
@@ -62,7 +66,7 @@ def reduce_scatter_allgather(comm, sendbuf, recvbuf, op, ctx):
     if trivial_call(comm, sendbuf, recvbuf):
         return
     rank = comm.Get_rank()
-    counts, displs, in_place, gather = _blocks(ctx, recvbuf, comm.Get_size())
+    counts, displs, in_place, gather = _blocks(ctx, recvbuf, comm.Get_size(), comm)
     comm.Reduce_scatter(sendbuf, recvbuf[displs[rank]:displs[rank] + counts[rank]], counts, op)
     comm.Allgatherv(in_place, gather)
 

@@ -75,6 +75,7 @@ import numpy as np
 from .. import layout as _layout
 from ..verify import aligned_empty
 from . import shm as _shm
+from .p2p import mpi_of
 from .node_aware_schedules import (
     EXCHANGE,
     MASTERS_RD,
@@ -205,8 +206,7 @@ def _members_comm(node, members: int, ctx):
     """The node's first ``members`` local ranks (None for the others), split once per
     (node communicator, members): collective over the node only, whose ranks share every
     step's pattern."""
-    from mpi4py import MPI
-
+    MPI = mpi_of(node)
     if members == node.Get_size():
         return node
     key = ("members-comm", node.py2f(), members)
@@ -245,8 +245,7 @@ def _smp_shm(comm, lay, ctx) -> list:
     """SMP with its intra-node steps on the node's window: a shared-memory allreduce in the
     node (the master needs only its result; the others' copy is the price of one window
     pass), recursive doubling among the masters, a shared-memory broadcast from the master."""
-    from mpi4py import MPI
-
+    MPI = mpi_of(comm)
     params = _shm_params(ctx)
     node = _node_comm(comm, lay, ctx)
     _shm.window(node, params)

@@ -28,6 +28,8 @@ mpi4py is not imported here: the CLI imports the registry outside MPI, and impor
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from ..verify import aligned_empty
@@ -65,6 +67,26 @@ def cached(ctx, key: tuple, build):
     if value is None:
         value = ctx.scratch[key] = build()
     return value
+
+
+def mpi_of(comm):
+    """Where an algorithm takes MPI's constants (``MAX``, ``IN_PLACE``, ``UNDEFINED``,
+    ``COMM_NULL``, ``COMM_TYPE_SHARED``, ``_typedict``) from: a simulated communicator's own
+    (``comm.MPI``, ``harness/simulate/collectives.py``), else mpi4py's module (imported here,
+    on first use)."""
+    sim = getattr(comm, "MPI", None)
+    if sim is not None:
+        return sim
+    from mpi4py import MPI
+
+    return MPI
+
+
+def timer_of(comm):
+    """The clock set-up times are read with: ``time.perf_counter``, or a simulated
+    communicator's simulated clock (``comm.MPI.Wtime``)."""
+    sim = getattr(comm, "MPI", None)
+    return time.perf_counter if sim is None else sim.Wtime
 
 
 def trivial_call(comm, sendbuf, recvbuf) -> bool:

@@ -57,12 +57,10 @@ mpi4py is not imported here (the registry is imported outside MPI).
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from ..units import parse_time
-from .p2p import cached, ring_blocks, scratch_array, trivial_call
+from .p2p import cached, mpi_of, ring_blocks, scratch_array, timer_of, trivial_call
 from .registry import register
 
 FAMILY = "pap"
@@ -169,9 +167,9 @@ def _tau_setting(ctx):
 def measure_tau(comm, sendbuf, op, ctx) -> float:
     """Seconds to pass one segment to the next rank and reduce it: every rank ``Sendrecv``s a
     segment-sized block around the ring and reduces it, ``TAU_PROBES`` times after one
-    untimed round; the largest per-rank median (identical on every rank)."""
-    from mpi4py import MPI
-
+    untimed round; the largest per-rank median (identical on every rank). On a simulated
+    communicator the clock is the simulated one."""
+    MPI, clock = mpi_of(comm), timer_of(comm)
     size, rank = comm.Get_size(), comm.Get_rank()
     n = ring_blocks(sendbuf.size, size)[1][0]
     out = np.array(sendbuf[:n], copy=True)
@@ -181,12 +179,12 @@ def measure_tau(comm, sendbuf, op, ctx) -> float:
     samples = []
     for probe in range(TAU_PROBES + 1):
         comm.Barrier()
-        t0 = time.perf_counter()
+        t0 = clock()
         comm.Sendrecv(out, right, TAG_TAU, inb, left, TAG_TAU)
         np.copyto(acc, out)
         op.Reduce_local(inb, acc)
         if probe:
-            samples.append(time.perf_counter() - t0)
+            samples.append(clock() - t0)
     mine = float(np.median(samples))
     return float(comm.allreduce(mine, op=MPI.MAX))
 

@@ -327,8 +327,16 @@ def node_bcast(nd: Node, buf, root: int) -> None:
         nd.publish_all(g + 1)
 
 
+def _simulated(comm) -> bool:
+    """A simulated communicator (``harness/simulate``): it has no shared-memory windows."""
+    return getattr(comm, "MPI", None) is not None
+
+
 def prepare(comm, sendbuf, recvbuf, op, ctx):
     """The node's window (collective, once per ranks and chunk) and the call to make."""
+    if _simulated(comm):
+        raise NotImplementedError("shm: shared-memory windows (MPI.Win.Allocate_shared, Win.Sync) "
+                                  "are not simulated; the simulated communicator has no shm")
     chunk, sync = parse_params(ctx.params)
     key = ("shm", comm.py2f(), chunk, sync)
     plan = ctx.scratch.get(key)
@@ -357,8 +365,12 @@ shm.prepare = prepare
 
 
 def node_allreduce(comm, sendbuf, recvbuf, op, params: dict) -> None:
-    """The shm allreduce on ``comm`` with ``params`` (chunk, sync); for other families."""
+    """The shm allreduce on ``comm`` with ``params`` (chunk, sync); for other families. On a
+    simulated communicator (no windows): its simulated ``Allreduce`` (harness/simulate)."""
     if recvbuf.size == 0:
+        return
+    if _simulated(comm):
+        comm.Allreduce(sendbuf, recvbuf, op)
         return
     if comm.Get_size() == 1:
         np.copyto(recvbuf, sendbuf)
@@ -369,13 +381,17 @@ def node_allreduce(comm, sendbuf, recvbuf, op, params: dict) -> None:
 
 
 def bcast(comm, buf, root: int, params: dict) -> None:
-    """The shm broadcast on ``comm``; for other families."""
+    """The shm broadcast on ``comm``; for other families. On a simulated communicator: its
+    simulated ``Bcast``."""
+    if _simulated(comm):
+        comm.Bcast(buf, root)
+        return
     if comm.Get_size() > 1:
         node_bcast(node(comm, parse_params(params)[0]), buf, root)
 
 
 def window(comm, params: dict):
     """Allocate (collective over ``comm``, once) the window ``node_allreduce`` and ``bcast``
-    will use with ``params``; for other families' ``prepare``."""
-    if comm.Get_size() > 1:
+    will use with ``params``; for other families' ``prepare`` (none on a simulated one)."""
+    if comm.Get_size() > 1 and not _simulated(comm):
         node(comm, parse_params(params)[0])

@@ -37,21 +37,18 @@ the grid (1, P): one row with every process, which is the single algorithm.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from .. import mpit, paths, verify
 from ..libraries import get_library
 from ..units import format_size, parse_size
 from .native import native_allreduce
+from .p2p import mpi_of, timer_of
 from .registry import REGISTRY, Context, register
 
 
-def _max():
-    from mpi4py import MPI
-
-    return MPI.MAX
+def _max(comm):
+    return mpi_of(comm).MAX
 
 MODEL_TO_OPENMPI = {"linear": "native:basic_linear", "nono": "native:nonoverlapping",
                     "rd": "native:recursive_doubling", "rnos": "native:ring",
@@ -65,6 +62,9 @@ def _sub_algorithm(name: str, comm):
 
     if name == "native":
         return native_allreduce, comm, "launch-env"
+    simulated = getattr(comm, "native_algorithm", None)  # a simulated communicator's forcing
+    if name.startswith("native:") and simulated is not None:
+        return simulated(name), comm, "simulated"
     if name.startswith("native:"):
         lib = mpit.running_library()
         env = get_library(lib).native(name).env  # KeyError lists the valid names
@@ -215,21 +215,25 @@ def grid_comms(ctx, comm, dims: tuple) -> tuple[list, float]:
             coords.append(c)
         coords = coords[::-1]
         comm.Barrier()
-        t0 = time.perf_counter()
+        clock = timer_of(comm)
+        t0 = clock()
         comms = []
         for level in range(len(dims)):
             color = 0
             for d, c in zip(dims, coords[:level] + [0] + coords[level + 1:]):
                 color = color * d + c
             comms.append(comm.Split(color, coords[level]))
-        cache[key] = (comms, comm.allreduce(time.perf_counter() - t0, op=_max()))
+        cache[key] = (comms, comm.allreduce(clock() - t0, op=_max(comm)))
     return cache[key]
 
 
 def _cache(ctx, comm) -> dict:
     """Where the splits of ``comm`` are kept: the process-wide ``_COMMS`` for a real
     communicator; the cell's ``ctx`` for a wrapper such as the counting communicator
-    (``harness/measure/counting.py``), made anew for every count and sharing the real one's handle."""
+    (``harness/measure/counting.py``), made anew for every count and sharing the real one's handle,
+    or a simulated one (``harness/simulate``: every rank's actor lives in one process)."""
+    if getattr(comm, "MPI", None) is not None:
+        return ctx.scratch
     from mpi4py import MPI
 
     return _COMMS if isinstance(comm, MPI.Comm) else ctx.scratch
@@ -398,8 +402,7 @@ def prepare_three(comm, sendbuf, recvbuf, op, ctx):
     key = ("three_step", comm.py2f(), recvbuf.size, recvbuf.dtype.str)
     plan = ctx.scratch.get(key)
     if plan is None:
-        from mpi4py import MPI
-
+        MPI = mpi_of(comm)
         pr, pc = choose_three(comm.Get_size(), ctx.params)
         (col, row), split = grid_comms(ctx, comm, (pr, pc))  # rows: P_c processes each
         name = str(ctx.params.get("col", "native"))
@@ -414,7 +417,7 @@ def prepare_three(comm, sendbuf, recvbuf, op, ctx):
             f_col.prepare(col_comm, block, recvbuf[lo:hi], op, sub_ctx)
         mt = MPI._typedict[recvbuf.dtype.char]  # a predefined type (a user-defined one takes no MPI_SUM)
         plan = ctx.scratch[key] = (row, col_comm, f_col, sub_ctx, mt,
-                                   counts, displs, block, lo, hi)
+                                   counts, displs, block, lo, hi, MPI.IN_PLACE)
         ctx.scratch["record"] = {"P_r": pr, "P_c": pc, "col": name, "col_forcing": how,
                                  "block_elements": f"{min(counts)}..{max(counts)}",
                                  "split_seconds": split}
@@ -432,13 +435,11 @@ def three_step(comm, sendbuf, recvbuf, op, ctx):
     ``native`` by default, or any sub-allreduce SUARA2 accepts) completes it, and
     ``MPI_Allgatherv`` in the row assembles the whole vector. Grid ``1 x P`` is the 2-step
     decomposition (reduce-scatter, allgather); ``P x 1`` is one allreduce."""
-    from mpi4py import MPI
-
-    row, col, f_col, sub_ctx, mt, counts, displs, block, lo, hi = prepare_three(
+    row, col, f_col, sub_ctx, mt, counts, displs, block, lo, hi, in_place = prepare_three(
         comm, sendbuf, recvbuf, op, ctx)
     row.Reduce_scatter([sendbuf, mt], [block, mt], counts, op)
     f_col(col, block, recvbuf[lo:hi], op, sub_ctx)
-    row.Allgatherv(MPI.IN_PLACE, [recvbuf, counts, displs, mt])
+    row.Allgatherv(in_place, [recvbuf, counts, displs, mt])
 
 
 three_step.prepare = prepare_three

@@ -30,6 +30,7 @@ from .. import verify
 from ..algorithms import registry
 from ..fileio import read_json, write_json
 from . import loader
+from . import arrival, collectives
 from .comm import EAGER_LIMIT, SimComm, SimOp
 from .platform import Platform
 
@@ -51,6 +52,12 @@ class SimResult:
     wrong_ranks: list[int]
     calls: int = 1
     all_times: list[list[float]] = field(default_factory=list)  # per call, per rank
+    # per call: each rank's injected arrival delay (seconds; zeros without delays) and the
+    # call's span, first arrival to last return on the simulated clock (PerCall.span)
+    delays: list[list[float]] = field(default_factory=list)
+    spans: list[float] = field(default_factory=list)
+    native: str = "auto"  # what a native (sub-)allreduce runs (collectives.native_name)
+    record: dict = field(default_factory=dict)  # rank 0's ctx.scratch["record"] (grid, layout, tau)
     # the run's (every size and call of one simulate_sizes): per rank messages, bytes sent and
     # reductions; seconds the simulation took (engine and actors); peak resident bytes
     messages: list[int] = field(default_factory=list)
@@ -79,7 +86,7 @@ def simulate_sizes(algorithm: str, procs: int, sizes, dtype: str = "float64", op
                    platform: Platform | None = None, *, reduce_rate: float | None = None,
                    params: dict | None = None, plugins=(), calls: int = 1,
                    eager_limit: int = EAGER_LIMIT, network_model: str = "SMPI",
-                   timeout: float | None = 3600) -> list[SimResult]:
+                   timeout: float | None = 3600, delays=None, native: str = "auto") -> list[SimResult]:
     """Simulate the cells of one algorithm at ``procs`` ranks, one per size in ``sizes`` (bytes
     per rank, each a multiple of the dtype's size), one after the other in one simulation: each
     size's calls start together on every rank once every rank has finished the previous one, on
@@ -87,8 +94,15 @@ def simulate_sizes(algorithm: str, procs: int, sizes, dtype: str = "float64", op
     ``reduce_rate`` is the local reduction's bytes/s (None: free), ``params`` the algorithm's
     ``ctx.params``, ``plugins`` files that register algorithms, ``calls`` the calls per size
     (each verified; the times are the last one's). ``eager_limit`` and ``network_model`` are
-    SMPI's defaults. Raises ``loader.SimGridMissing`` without SimGrid, ``SimulationError`` if the
-    run fails."""
+    SMPI's defaults. ``delays``: per call a vector of P arrival delays (seconds; the same for
+    every size): after the common start rank r sleeps ``delays[call][r]`` of simulated time,
+    then calls the algorithm; each rank's time is then counted from its own arrival (after its
+    delay) to its return, as the measured bench's ``PerCall.elapsed`` counts it (the delay is
+    not in it); ``SimResult.spans`` is first arrival to last return. An algorithm that reads
+    arrival times (``slt``, ``prr``) is handed the exact arrivals (``knowledge`` ``oracle``, the
+    default, or ``none``; ``online`` is refused). ``native``: what the library's allreduce
+    runs on a (sub-)communicator (``collectives.NATIVE_CHOICES``; ``auto``: MPICH's rule).
+    Raises ``loader.SimGridMissing`` without SimGrid, ``SimulationError`` if the run fails."""
     platform = platform or Platform(nodes=procs)
     platform.rank_hosts(procs)  # fits, or a ValueError now
     itemsize = np.dtype(dtype).itemsize
@@ -98,10 +112,15 @@ def simulate_sizes(algorithm: str, procs: int, sizes, dtype: str = "float64", op
             raise ValueError(f"size {size} is not a whole number of {dtype} elements")
     if calls < 1:
         raise ValueError(f"calls must be at least 1, not {calls}")
+    delays = arrival.check_delays(delays, calls, procs)
+    arrival.knowledge(params or {}, algorithm)  # refused now, not in the simulation
+    if native not in collectives.NATIVE_CHOICES:
+        raise ValueError(f"native {native!r}: valid: {', '.join(collectives.NATIVE_CHOICES)}")
     spec = {"algorithm": algorithm, "procs": procs, "sizes": sizes, "dtype": dtype, "op": op,
             "platform": platform.to_dict(), "reduce_rate": reduce_rate, "params": params or {},
             "plugins": [str(Path(p).resolve()) for p in plugins], "calls": calls,
-            "eager_limit": eager_limit, "network_model": network_model}
+            "eager_limit": eager_limit, "network_model": network_model, "delays": delays,
+            "native": native}
     with tempfile.TemporaryDirectory(prefix="harness-sim-") as tmp:
         spec_path, out_path = Path(tmp) / "spec.json", Path(tmp) / "result.json"
         write_json(spec_path, spec)
@@ -148,8 +167,15 @@ def run(spec: dict, workdir: Path) -> list[dict]:
     engine = _engine(sg, spec, platform.write(workdir))
     bad = verify.sentinel(dtype)
     barrier = sg.Barrier(procs)
+    hosts = platform.rank_hosts(procs)
+    world = collectives.World(sg, hosts, barrier, spec.get("native", "auto"))
+    delays = spec.get("delays") or [[0.0] * procs] * calls
+    knowledge = arrival.knowledge(spec["params"], name)
+    common = arrival.base(spec["params"], delays)
+    started = [[[None] * procs for _ in range(calls)] for _ in sizes]  # arrivals, simulated clock
     times = [[[None] * procs for _ in range(calls)] for _ in sizes]  # [size][call][rank]
     right = [[True] * procs for _ in sizes]
+    records: list = [{} for _ in sizes]
     comms: list = [None] * procs
     errors: list[str] = []
     wanted: dict = {}
@@ -162,7 +188,7 @@ def run(spec: dict, workdir: Path) -> list[dict]:
 
     def rank_main(rank: int):
         try:
-            comm = comms[rank] = SimComm(sg, rank, procs, eager_limit=spec["eager_limit"], barrier=barrier)
+            comm = comms[rank] = SimComm(sg, rank, procs, eager_limit=spec["eager_limit"], world=world)
             op = SimOp(sg, opname, spec["reduce_rate"], comm.counters)
             for i, count in enumerate(counts):
                 send = verify.contribution(rank, count, dtype, opname)
@@ -173,11 +199,16 @@ def run(spec: dict, workdir: Path) -> list[dict]:
                     prepare(comm, send, recv, op, ctx)
                 for call in range(calls):
                     recv[...] = bad
+                    arrival.hand_over(ctx, knowledge, delays[call], common)
                     barrier.wait()
-                    t0 = sg.Engine.clock
+                    if delays[call][rank] > 0:
+                        sg.this_actor.sleep_for(delays[call][rank])
+                    t0 = started[i][call][rank] = sg.Engine.clock
                     fn(comm, send, recv, op, ctx)
                     times[i][call][rank] = sg.Engine.clock - t0
                     right[i][rank] = right[i][rank] and bool(np.array_equal(recv, want(i)))
+                if rank == 0:
+                    records[i] = _plain(ctx.scratch.get("record", {}))
                 del send, recv, ctx
         except BaseException as exc:  # noqa: BLE001 - any failure ends the simulation, reported
             if type(exc).__name__ == "ActorKilled":
@@ -185,7 +216,6 @@ def run(spec: dict, workdir: Path) -> list[dict]:
             errors.append(f"rank {rank}: " + "".join(traceback.format_exception(exc)).strip())
             sg.Actor.kill_all()
 
-    hosts = platform.rank_hosts(procs)
     for rank in range(procs):
         sg.Actor.create(f"rank-{rank}", sg.Host.by_name(hosts[rank]), rank_main, rank)
     t0 = time.perf_counter()
@@ -204,9 +234,28 @@ def run(spec: dict, workdir: Path) -> list[dict]:
               "messages": [c.counters.messages for c in comms], "bytes": [c.counters.bytes for c in comms],
               "reductions": [c.counters.reductions for c in comms], "wall": wall,
               "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-              "simgrid": ".".join(map(str, version)) if isinstance(version, (tuple, list)) else str(version)}
+              "simgrid": ".".join(map(str, version)) if isinstance(version, (tuple, list)) else str(version),
+              "delays": [list(map(float, d)) for d in delays], "native": world.native}
+    spans = [[max(s + t for s, t in zip(started[i][c], times[i][c])) - min(started[i][c]) for c in range(calls)]
+             for i in range(len(sizes))]
     return [{**common, "size": size, "times": times[i][-1], "all_times": times[i], "ok": all(right[i]),
-             "wrong_ranks": [r for r in range(procs) if not right[i][r]]} for i, size in enumerate(sizes)]
+             "wrong_ranks": [r for r in range(procs) if not right[i][r]], "spans": spans[i],
+             "record": records[i]}
+            for i, size in enumerate(sizes)]
+
+
+def _plain(record: dict) -> dict:
+    """A record's values as JSON takes them (numpy numbers as Python's, others as text)."""
+    out = {}
+    for k, v in record.items():
+        if isinstance(v, np.generic):
+            v = v.item()
+        elif isinstance(v, (list, tuple)):
+            v = [x.item() if isinstance(x, np.generic) else x for x in v]
+        elif not isinstance(v, (str, int, float, bool, type(None), dict)):
+            v = str(v)
+        out[str(k)] = v
+    return out
 
 
 def main(argv=None) -> int:

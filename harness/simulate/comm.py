@@ -2,9 +2,16 @@
 run by SimGrid: each rank is a SimGrid actor on a host of a platform, each message a SimGrid
 communication of its byte count, each local reduction a wait of its bytes over a given rate.
 
-What it offers (``harness/algorithms/p2p.py`` calls nothing else): ``Get_rank``, ``Get_size``,
-``Send``, ``Recv``, ``Isend``, ``Irecv``, ``Sendrecv``, ``Barrier``; requests with ``Wait``
-(and ``SimRequest.Waitall``); ``SimOp.Reduce_local``. Buffers are numpy arrays (or mpi4py's
+What it offers: ``Get_rank``, ``Get_size``, ``Send``, ``Recv``, ``Isend``, ``Irecv``,
+``Sendrecv``, ``Barrier``; requests with ``Wait`` (and ``SimRequest.Waitall``);
+``SimOp.Reduce_local`` (all ``harness/algorithms/p2p.py`` calls). With a ``World``
+(``harness.simulate.collectives``, as ``cell.py`` makes it) also what the other families call:
+``py2f`` (the communicator's id), ``Split``, ``Split_type(COMM_TYPE_SHARED)`` (the ranks on
+one SimGrid host), ``Dup``, ``Free``, the object collectives ``allreduce``, ``allgather``,
+``bcast``, ``barrier`` (free, for set-up), the library's collectives ``Allreduce``, ``Reduce``,
+``Bcast``, ``Reduce_scatter``, ``Allgatherv`` (simulated point-to-point schedules, see
+``collectives.py``), ``MPI`` (the constants: ``collectives.SimMPI``), ``node_names`` (each
+rank's host) and ``native_algorithm`` (``native:<name>``). Buffers are numpy arrays (or mpi4py's
 ``[array, datatype]`` pairs); the data really moves, so the result can be checked exactly as a
 measured cell's is.
 
@@ -29,6 +36,8 @@ collectives are (it times only the application's code between MPI calls).
 from __future__ import annotations
 
 import numpy as np
+
+from . import collectives
 
 ENVELOPE = 16  # bytes SMPI adds to every message (tag, source, communicator)
 EAGER_LIMIT = 65536  # SMPI's default smpi/send-is-detached-thresh
@@ -107,14 +116,25 @@ def _deliver(data: np.ndarray, target: np.ndarray) -> None:
 
 
 class SimComm:
-    """One rank's view of a communicator of ``size`` ranks (``COMM_WORLD`` of the simulation)."""
+    """One rank's view of a communicator of ``size`` ranks (``COMM_WORLD`` of the simulation, or
+    one made from it by ``Split``)."""
 
     def __init__(self, sg, rank: int, size: int, *, eager_limit: int = EAGER_LIMIT,
-                 envelope: int = ENVELOPE, barrier=None):
+                 envelope: int = ENVELOPE, barrier=None, world=None, group=None,
+                 counters: Counters | None = None, space: str | None = None):
         self._sg, self._rank, self._size = sg, rank, size
-        self._eager, self._envelope, self._barrier = eager_limit, envelope, barrier
+        self._eager, self._envelope = eager_limit, envelope
+        self._world = world
+        self._group = group if group is not None else (world.world if world is not None else None)
+        self._barrier = self._group.barrier if self._group is not None else barrier
+        self._space = space if space is not None else (str(self._group.cid) if self._group else "")
         self._boxes: dict = {}
-        self.counters = Counters()
+        self._seq = 0  # exchanges made on this communicator (every rank in the same order)
+        self._twin = None  # the collective twin: same ranks, mailboxes of their own
+        self._coll_ctx = None
+        self.counters = counters if counters is not None else Counters()
+        if world is not None:
+            self.MPI = world.mpi
 
     # -- mpi4py's Comm -------------------------------------------------------------------------
 
@@ -175,7 +195,133 @@ class SimComm:
             raise RuntimeError("this simulated communicator has no barrier")
         self._barrier.wait()
 
+    # -- communicators and set-up (free: no simulated time) -------------------------------------
+
+    def py2f(self) -> int:
+        """The communicator's id: the same on its ranks, another for every other communicator."""
+        return self._need().cid
+
+    def node_names(self) -> list[str]:
+        """Each rank's SimGrid host (``harness.layout``: the node of a rank)."""
+        group = self._need()
+        return [self._world.hosts[w] for w in group.ranks]
+
+    def Split(self, color: int = 0, key: int = 0):
+        group = self._need()
+        new, rank = collectives.split(self._world, group, self._next(), self._rank, color, key)
+        if new is None:
+            return self.MPI.COMM_NULL
+        return SimComm(self._sg, rank, len(new.ranks), eager_limit=self._eager,
+                       envelope=self._envelope, world=self._world, group=new, counters=self.counters)
+
+    def Split_type(self, split_type, key: int = 0, info=None):
+        if split_type is not self.MPI.COMM_TYPE_SHARED:
+            raise ValueError(f"the simulated communicator splits by COMM_TYPE_SHARED only, not {split_type!r}")
+        hosts = self.node_names()
+        return self.Split(hosts.index(hosts[self._rank]), key)
+
+    def Dup(self):
+        return self.Split(0, self._rank)
+
+    def Free(self) -> None:
+        pass
+
+    def allgather(self, obj) -> list:
+        return self._need().exchange(self._next(), self._rank, obj)
+
+    def allreduce(self, obj, op=None):
+        return collectives.reduce_objects(self.allgather(obj), op)
+
+    def bcast(self, obj, root: int = 0):
+        return self.allgather(obj)[root]
+
+    def barrier(self) -> None:
+        self.Barrier()
+
+    # -- the library's collectives (simulated schedules: collectives.py) -----------------------
+
+    def native_algorithm(self, name: str):
+        """The allreduce ``native:<name>`` runs here: the harness's algorithm of that name."""
+        from ..algorithms import registry
+
+        return registry.REGISTRY[collectives.forced(name)].fn
+
+    def Allreduce(self, sendbuf, recvbuf, op) -> None:
+        recv = _array(recvbuf)
+        send = self._source(sendbuf, recv)
+        twin, ctx = self._collective()
+        name = collectives.native_name(recv.nbytes, recv.size, self._size, self._world.native)
+        collectives.allreduce(twin, send, recv, op, ctx, name)
+
+    def Reduce(self, sendbuf, recvbuf, op, root: int = 0) -> None:
+        recv = _array(recvbuf) if recvbuf is not None else None
+        send = self._source(sendbuf, recv)
+        twin, ctx = self._collective()
+        acc = collectives.scratch(ctx, "reduce.acc", send.size, send.dtype)
+        tmp = collectives.scratch(ctx, "reduce.tmp", send.size, send.dtype)
+        collectives.reduce(twin, send.reshape(-1), recv, op, root, tmp, acc)
+
+    def Bcast(self, buf, root: int = 0) -> None:
+        collectives.bcast(self._collective()[0], _array(buf), root)
+
+    def Reduce_scatter(self, sendbuf, recvbuf, recvcounts, op) -> None:
+        recv = _array(recvbuf)
+        counts = [int(c) for c in recvcounts]
+        send = _array(sendbuf) if sendbuf is not self._mpi().IN_PLACE else recv
+        twin, ctx = self._collective()
+        full = collectives.scratch(ctx, "rs.full", sum(counts), send.dtype)
+        inbufs = tuple(collectives.scratch(ctx, f"rs.in{i}", max(counts), send.dtype) for i in (0, 1))
+        collectives.reduce_scatter(twin, send.reshape(-1), recv.reshape(-1), counts, op, full, inbufs)
+
+    def Allgatherv(self, sendbuf, recvbuf) -> None:
+        if not (isinstance(recvbuf, (list, tuple)) and len(recvbuf) >= 3):
+            raise TypeError("the simulated Allgatherv takes [buffer, counts, displacements, datatype]")
+        buf, counts, displs = _array(recvbuf[0]).reshape(-1), list(recvbuf[1]), list(recvbuf[2])
+        counts, displs = [int(c) for c in counts], [int(d) for d in displs]
+        if sendbuf is not self._mpi().IN_PLACE:
+            own = _array(sendbuf).reshape(-1)
+            lo = displs[self._rank]
+            np.copyto(buf[lo:lo + counts[self._rank]], own[:counts[self._rank]])
+        collectives.allgatherv(self._collective()[0], buf, counts, displs)
+
     # -- the rest ------------------------------------------------------------------------------
+
+    def _need(self):
+        if self._group is None:
+            raise AttributeError("this simulated communicator has no World (harness.simulate.collectives): "
+                                 "only the point-to-point subset")
+        return self._group
+
+    def _mpi(self):
+        self._need()
+        return self._world.mpi
+
+    def _next(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def _source(self, sendbuf, recv):
+        """The send operand of a reduction: ``IN_PLACE`` or a buffer that overlaps the receive
+        buffer is copied first (the schedules write the receive buffer as they go)."""
+        if sendbuf is self._mpi().IN_PLACE:
+            return np.array(recv, copy=True)
+        send = _array(sendbuf)
+        if recv is not None and np.may_share_memory(send, recv):
+            return np.array(send, copy=True)
+        return send
+
+    def _collective(self):
+        """(the collective twin, its scratch): the same ranks, mailboxes of their own (MPI's
+        collective context), the same counters."""
+        if self._twin is None:
+            from ..algorithms import registry
+
+            group = self._need()
+            self._twin = SimComm(self._sg, self._rank, self._size, eager_limit=self._eager,
+                                 envelope=self._envelope, world=self._world, group=group,
+                                 counters=self.counters, space=f"{self._space}c")
+            self._coll_ctx = registry.Context()
+        return self._twin, self._coll_ctx
 
     def _check_peer(self, peer) -> None:
         if not (isinstance(peer, (int, np.integer)) and 0 <= peer < self._size):
@@ -186,12 +332,13 @@ class SimComm:
         key = (src, dst, tag)
         box = self._boxes.get(key)
         if box is None:
-            box = self._boxes[key] = self._sg.Mailbox.by_name(f"{src}>{dst}#{tag}")
+            box = self._boxes[key] = self._sg.Mailbox.by_name(f"{self._space}:{src}>{dst}#{tag}")
         return box
 
     def __getattr__(self, name):
-        raise AttributeError(f"the simulated communicator has no {name!r}: it offers the point-to-point "
-                             f"subset the classic algorithms use (harness/simulate/comm.py)")
+        raise AttributeError(f"the simulated communicator has no {name!r}: it offers point-to-point "
+                             f"messages, Split, object collectives and the collectives listed in "
+                             f"harness/simulate/comm.py (no windows, no ANY_SOURCE)")
 
 
 class SimOp:
