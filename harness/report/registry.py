@@ -26,6 +26,7 @@ from pathlib import Path
 import yaml
 
 from ..analysis.guidelines import MOCK_UPS
+from ..analysis.simulation import family
 from .inputs import Inputs
 
 TABLE_FORMATS = ("md", "tex", "csv", "html")
@@ -63,10 +64,12 @@ class Facts:
     tune_libraries: tuple[str, ...] = ()  # the libraries the tuning stage covers
     sgd_experiments: tuple[str, ...] = ()  # the `sgd:` experiments
     auto_ran: bool = False  # the auto_ran stage sees what AUTO ran (AUTO cells, stage enabled)
+    simulated_pairs: bool = False  # a simulated cell and a measured cell of the same conditions
 
     @classmethod
     def of(cls, runs: Iterable, confirm_groups=(), tune_libraries=(), sgd_experiments=(),
            auto_ran=False):
+        runs = list(runs)
         pairs = [(r.library, c, dict(c.params)) for r in runs for c in r.cells]
         allreduce = [(lib, c) for lib, c, _ in pairs if c.kind != "workload"]
         algorithms = {c.algorithm for _, c, _ in pairs}
@@ -84,7 +87,25 @@ class Facts:
                                           if c.kind == "workload"})),
             confirm_groups=tuple(sorted(confirm_groups)),
             tune_libraries=tuple(tune_libraries),
-            sgd_experiments=tuple(sgd_experiments), auto_ran=bool(auto_ran))
+            sgd_experiments=tuple(sgd_experiments), auto_ran=bool(auto_ran),
+            simulated_pairs=_simulated_pairs(runs))
+
+
+def _simulated(run) -> bool:
+    """A run on a simulated platform (``Run.platform``, the platform's digest)."""
+    return bool(getattr(run, "platform", None))
+
+
+def _simulated_pairs(runs) -> bool:
+    """Does a simulated run hold a cell that a measured run holds too (the same conditions,
+    ``harness.analysis.simulation.KEYS``; ``openmpi@<platform>`` copies ``openmpi``)?"""
+    def key(run, c):
+        return (family(run.library), c.algorithm, c.procs, c.nodes, c.size, c.dtype, c.op, c.delay,
+                c.max_delay, c.buffers, c.timing, tuple(p for p in c.params if p[0] != "platform"))
+    seen = {True: set(), False: set()}
+    for r in runs:
+        seen[_simulated(r)].update(key(r, c) for c in r.cells if c.kind not in ("probe", "workload"))
+    return bool(seen[True] & seen[False])
 
 
 Caption = tuple[str, str, str]  # (paper, what it reproduces, how to read it)
@@ -209,6 +230,8 @@ REPORTS = {r.name: r for r in (
     _report("sgd", "sgd", tables=("sgd_{experiment}",), figures=("sgd_{experiment}_loss",),
             applies=lambda facts: bool(facts.sgd_experiments), reads="sgd/{experiment}/*.json",
             on_page=False),
+    _report("simulation", "simulation", tables=("simulation_validation", "simulated_cells"),
+            figures=("simulation_validation",), applies=lambda facts: facts.simulated_pairs),
 )}
 
 
