@@ -55,3 +55,11 @@ class SmpiMissing(RuntimeError):
 
 class SmpiError(RuntimeError):
     """smpirun failed or printed no times."""
+
+
+class SmpiUnavailable(ValueError):
+    """A native algorithm of a family that SMPI has no counterpart of (names family, algorithm, why)."""
+
+    def __init__(self, family: str, algorithm: str, why: str):
+        self.family, self.algorithm, self.why = family, algorithm, why
+        super().__init__(f"{family} native:{algorithm} cannot be simulated by SMPI: {why}")

@@ -81,6 +81,7 @@ class Library:
     available: frozenset | None = None  # forcible names found in the library; None: not read
     ignored: tuple = ()  # forcing variables of the catalogue this installation does not have
     refused: dict | None = None  # algorithm -> why: its verification found another function ran
+    smpi: dict | None = None  # the catalogue's smpi: block (harness.simulate.natives reads it)
 
     @property
     def declared(self) -> bool:
@@ -224,6 +225,7 @@ def _parse_library(name: str, doc: dict) -> Library:
         prefix=paths.mpi_root() / name,
         version_probe=doc.get("version_probe", ""),
         family=name,
+        smpi=doc.get("smpi"),
     )
 
 

@@ -104,7 +104,7 @@ int main(int argc, char **argv) {
 
 @dataclass
 class SmpiResult:
-    algorithm: str  # the forced SMPI algorithm, or "selector:<name>"
+    algorithm: str  # the forced SMPI algorithm, "selector:<name>", or "<algorithm>+selector:<name>"
     procs: int
     size: int  # bytes per rank
     dtype: str
@@ -178,15 +178,24 @@ def _run(argv: list[str], timeout: float | None) -> tuple[int, str, str, float, 
         return proc.returncode, out.read(), err.read(), wall, usage.ru_maxrss * 1024
 
 
-def smpi_allreduce(algorithm: str | None, procs: int, sizes, dtype: str = "float64", op: str = "sum",
+def smpi_allreduce(algorithm, procs: int, sizes, dtype: str = "float64", op: str = "sum",
                    platform: Platform | None = None, *, selector: str | None = None,
                    config: dict | None = None, timeout: float | None = 3600) -> list[SmpiResult]:
     """SMPI's ``MPI_Allreduce`` at ``procs`` ranks, once per size in ``sizes`` (bytes per rank),
     in one ``smpirun``: forced to SMPI's ``algorithm``, or chosen by the ``selector``
-    (``ompi``, ``mpich``, ``impi``, ...) when ``algorithm`` is None. ``config`` adds
-    ``--cfg=KEY:VALUE`` settings."""
-    if (algorithm is None) == (selector is None):
-        raise ValueError("give exactly one of algorithm and selector")
+    (``ompi``, ``mpich``, ``impi``, ...) when ``algorithm`` is None; with both, the selector
+    chooses the other collectives (those an algorithm calls inside) and ``algorithm`` the
+    allreduce. ``config`` adds ``--cfg=KEY:VALUE`` settings. ``algorithm`` may also be a
+    ``natives.SmpiChoice`` (``natives.smpi_choice(family, name)``): its selector, algorithm and
+    settings, under ``config``'s."""
+    if hasattr(algorithm, "kwargs"):  # a natives.SmpiChoice
+        choice = algorithm.kwargs()
+        if selector is not None and choice["selector"] not in (None, selector):
+            raise ValueError(f"selector {selector!r} contradicts the choice's {choice['selector']!r}")
+        algorithm, selector = choice["algorithm"], selector or choice["selector"]
+        config = {**choice["config"], **(config or {})}
+    if algorithm is None and selector is None:
+        raise ValueError("give an algorithm, a selector, or both")
     platform = platform or Platform(nodes=procs)
     exe = build()
     itemsize = np.dtype(dtype).itemsize
@@ -196,10 +205,10 @@ def smpi_allreduce(algorithm: str | None, procs: int, sizes, dtype: str = "float
             raise ValueError(f"size {size} is not a whole number of {dtype} elements")
         counts.append(size // itemsize)
     settings = {"smpi/simulate-computation": "no", "smpi/wtime": "0", **(config or {})}
+    if selector is not None:
+        settings["smpi/coll-selector"] = selector
     if algorithm is not None:
         settings["smpi/allreduce"] = algorithm
-    else:
-        settings["smpi/coll-selector"] = selector
     with tempfile.TemporaryDirectory(prefix="harness-smpi-") as tmp:
         platform_file = platform.write(tmp)
         hostfile = Path(tmp) / "hostfile"
@@ -209,13 +218,14 @@ def smpi_allreduce(algorithm: str | None, procs: int, sizes, dtype: str = "float
                 str(exe), dtype, op, *map(str, counts)]
         status, out, err, wall, rss = _run(argv, timeout)
     rows = [line.split()[1:] for line in out.splitlines() if line.startswith("harness-smpi ")]
+    name = algorithm if selector is None else f"selector:{selector}" if algorithm is None else \
+        f"{algorithm}+selector:{selector}"
     if status == -signal.SIGKILL and timeout and wall >= timeout:
-        raise SmpiError(f"smpirun ({algorithm or 'selector ' + selector}, P = {procs}) did not finish within "
+        raise SmpiError(f"smpirun ({name}, P = {procs}) did not finish within "
                         f"{timeout} s (stopped)")
     if status != 0 or len(rows) != len(counts):
         tail = "\n".join(err.strip().splitlines()[-15:])
-        raise SmpiError(f"smpirun ({algorithm or 'selector ' + selector}, P = {procs}) exited {status} "
+        raise SmpiError(f"smpirun ({name}, P = {procs}) exited {status} "
                         f"with {len(rows)} of {len(counts)} sizes timed:\n{tail}")
-    name = algorithm if algorithm is not None else f"selector:{selector}"
     return [SmpiResult(name, procs, int(row[0]) * itemsize, dtype, op, platform.digest(),
                        [float(t) for t in row[2:]], wall, rss) for row in rows]
