@@ -70,10 +70,8 @@ def cached(ctx, key: tuple, build):
 
 
 def mpi_of(comm):
-    """Where an algorithm takes MPI's constants (``MAX``, ``IN_PLACE``, ``UNDEFINED``,
-    ``COMM_NULL``, ``COMM_TYPE_SHARED``, ``_typedict``) from: a simulated communicator's own
-    (``comm.MPI``, ``harness/simulate/collectives.py``), else mpi4py's module (imported here,
-    on first use)."""
+    """Where an algorithm takes MPI's constants (``MAX``, ``IN_PLACE``, ``UNDEFINED``, ...):
+    a simulated communicator's own (``comm.MPI``, harness/simulate/collectives.py), else mpi4py."""
     sim = getattr(comm, "MPI", None)
     if sim is not None:
         return sim
@@ -83,8 +81,7 @@ def mpi_of(comm):
 
 
 def timer_of(comm):
-    """The clock set-up times are read with: ``time.perf_counter``, or a simulated
-    communicator's simulated clock (``comm.MPI.Wtime``)."""
+    """Set-up's clock: ``time.perf_counter``, or a simulated communicator's (``comm.MPI.Wtime``)."""
     sim = getattr(comm, "MPI", None)
     return time.perf_counter if sim is None else sim.Wtime
 
@@ -269,7 +266,7 @@ def recursive_doubling(comm, sendbuf, recvbuf, op, ctx):
 # ---------------------------------------------------------------------------------------------
 # ring and segmented ring
 
-def _ring_reduce_scatter(comm, recvbuf, op, offs, lens, inbuf, rank, size, tag):
+def ring_reduce_scatter(comm, recvbuf, op, offs, lens, inbuf, rank, size, tag):
     """One pass of Open MPI's ring computation loop over the P pieces ``(offs[b], lens[b])``
     of ``recvbuf``: after it rank r holds the full reduction of piece (r + 1) % P.
 
@@ -297,7 +294,7 @@ def _ring_reduce_scatter(comm, recvbuf, op, offs, lens, inbuf, rank, size, tag):
     op.Reduce_local(inbuf[inbi][:n], recvbuf[o:o + n])
 
 
-def _ring_allgather(comm, recvbuf, offs, lens, rank, size, tag):
+def ring_allgather(comm, recvbuf, offs, lens, rank, size, tag):
     """Open MPI's distribution loop: a ring allgather shifted by one, rank r starting with
     block (r + 1) % P; step k sends block r+1-k to the right and receives block r-k."""
     right, left = (rank + 1) % size, (rank - 1) % size
@@ -316,8 +313,8 @@ def _ring(comm, sendbuf, recvbuf, op, ctx, size, rank):
     inbuf = (scratch_array(ctx, "ring.in0", lens[0], dtype),
              scratch_array(ctx, "ring.in1", lens[0], dtype) if size > 2 else None)
     np.copyto(recvbuf, sendbuf)
-    _ring_reduce_scatter(comm, recvbuf, op, offs, lens, inbuf, rank, size, TAG_RING_RS)
-    _ring_allgather(comm, recvbuf, offs, lens, rank, size, TAG_RING_AG)
+    ring_reduce_scatter(comm, recvbuf, op, offs, lens, inbuf, rank, size, TAG_RING_RS)
+    ring_allgather(comm, recvbuf, offs, lens, rank, size, TAG_RING_AG)
 
 
 @register("ring", family=FAMILY,
@@ -403,8 +400,8 @@ def segmented_ring(comm, sendbuf, recvbuf, op, ctx):
              scratch_array(ctx, "segmented_ring.in1", maxseg, dtype) if size > 2 else None)
     np.copyto(recvbuf, sendbuf)
     for offs, lens in per_phase:
-        _ring_reduce_scatter(comm, recvbuf, op, offs, lens, inbuf, rank, size, TAG_SRING_RS)
-    _ring_allgather(comm, recvbuf, boffs, blens, rank, size, TAG_SRING_AG)
+        ring_reduce_scatter(comm, recvbuf, op, offs, lens, inbuf, rank, size, TAG_SRING_RS)
+    ring_allgather(comm, recvbuf, boffs, blens, rank, size, TAG_SRING_AG)
 
 
 # ---------------------------------------------------------------------------------------------

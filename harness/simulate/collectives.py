@@ -44,7 +44,7 @@ import operator
 import numpy as np
 
 from ..algorithms import registry
-from ..algorithms.p2p import _ring_allgather, _ring_reduce_scatter
+from ..algorithms.p2p import ring_allgather, ring_reduce_scatter
 
 NATIVE_AUTO_SHORT = 2048  # bytes: MPICH's MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE
 NATIVE_CHOICES = ("auto", "linear", "nonoverlapping", "recursive_doubling", "ring",
@@ -254,7 +254,7 @@ def reduce_scatter(comm, send, recv, counts, op, full, inbufs) -> None:
     np.copyto(full, send[:full.size])
     if size > 1:
         offs, lens = _rotated(counts, displs)
-        _ring_reduce_scatter(comm, full, op, offs, lens, inbufs, rank, size, TAG_RS)
+        ring_reduce_scatter(comm, full, op, offs, lens, inbufs, rank, size, TAG_RS)
     np.copyto(recv[:counts[rank]], full[displs[rank]:displs[rank] + counts[rank]])
 
 
@@ -264,7 +264,7 @@ def allgatherv(comm, buf, counts, displs) -> None:
     size = comm.Get_size()
     if size > 1:
         offs, lens = _rotated(counts, displs)
-        _ring_allgather(comm, buf, offs, lens, comm.Get_rank(), size, TAG_AG)
+        ring_allgather(comm, buf, offs, lens, comm.Get_rank(), size, TAG_AG)
 
 
 def scratch(ctx: registry.Context, name: str, n: int, dtype) -> np.ndarray:

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..algorithms import registry
 from . import collectives
 
 ENVELOPE = 16  # bytes SMPI adds to every message (tag, source, communicator)
@@ -242,8 +243,6 @@ class SimComm:
 
     def native_algorithm(self, name: str):
         """The allreduce ``native:<name>`` runs here: the harness's algorithm of that name."""
-        from ..algorithms import registry
-
         return registry.REGISTRY[collectives.forced(name)].fn
 
     def Allreduce(self, sendbuf, recvbuf, op) -> None:
@@ -314,8 +313,6 @@ class SimComm:
         """(the collective twin, its scratch): the same ranks, mailboxes of their own (MPI's
         collective context), the same counters."""
         if self._twin is None:
-            from ..algorithms import registry
-
             group = self._need()
             self._twin = SimComm(self._sg, self._rank, self._size, eager_limit=self._eager,
                                  envelope=self._envelope, world=self._world, group=group,
