@@ -36,6 +36,13 @@ def kind_of(algorithm: str, params=()) -> str:
     return "native" if algorithm.startswith("native:") else "harness"
 
 
+def native_name(algorithm: str) -> str:
+    """The library's name of a native algorithm (``native:ring`` -> ``ring``); another name as
+    it is."""
+    algorithm = str(algorithm)
+    return algorithm[len("native:"):] if kind_of(algorithm) in ("native", "selector") else algorithm
+
+
 def _digest(obj, n: int = 12) -> str:
     return hashlib.sha1(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:n]
 
@@ -56,6 +63,11 @@ class Cell:
     thread_level: str = "single"  # MPI thread level the launch initialises (THREAD_LEVELS)
     timing: str = "percall"  # how repetitions are timed (TIMING_MODES)
     buffers: str = "reuse"  # the buffers' cache state (BUFFER_MODES, harness/measure/buffers.py)
+    platform: str = ""  # a simulated platform's digest (harness/simulate/platform.py); "": measured
+
+    @property
+    def simulated(self) -> bool:
+        return bool(self.platform)
 
     @property
     def kind(self) -> str:
@@ -92,7 +104,7 @@ class Cell:
 
 
 _CELL_FIELDS = tuple(Cell.__dataclass_fields__)
-_LATER_DEFAULTS = {"thread_level": "single", "timing": "percall", "buffers": "reuse"}
+_LATER_DEFAULTS = {"thread_level": "single", "timing": "percall", "buffers": "reuse", "platform": ""}
 
 # MPI thread levels in increasing order (MPI_THREAD_SINGLE < FUNNELED < SERIALIZED < MULTIPLE)
 THREAD_LEVELS = ("single", "funneled", "serialized", "multiple")
@@ -131,6 +143,7 @@ class Run:
     cells: tuple = field(default_factory=tuple)
     thread_level: str = "single"  # every cell of a launch shares it
     launch: int = 0  # replicate index: the same cells measured in independent launches
+    platform: str = ""  # a simulated platform's digest: the run is a simulation, not a launch
 
     @cached_property
     def run_id(self) -> str:
@@ -140,4 +153,6 @@ class Run:
             key.append(["thread_level", self.thread_level])
         if self.launch:
             key.append(["launch", self.launch])
+        if self.platform:
+            key.append(["platform", self.platform])
         return "r" + _digest(key)

@@ -237,6 +237,20 @@ def catalogue() -> dict[str, Library]:
     return {name: _parse_library(name, body) for name, body in doc.items()}
 
 
+SIMULATED = "@"  # a simulated installation's name: <family>@<platform> (docs/simulation.md)
+
+
+def simulated_name(family: str, platform: str) -> str:
+    """The installation that simulates ``family`` (SMPI's copy of it) on ``platform``."""
+    return f"{family}{SIMULATED}{platform}"
+
+
+def split_name(library: str) -> tuple[str, str | None]:
+    """(family or installation, platform or None) of an installation's name."""
+    name, _, platform = str(library).partition(SIMULATED)
+    return name, platform or None
+
+
 _DECLARED: dict[str, str] = {}  # installation name -> family, as the config declared it
 
 

@@ -343,3 +343,15 @@ def summarize(samples, confidence: float, normality: bool = True) -> dict:
         effective_n=effective_n(n, lag1),
         normality_p=normality_p(x) if normality else math.nan,
     )
+
+
+def summarize_simulated(samples, confidence: float, exact: bool) -> dict:
+    """``summarize`` of a simulated cell's repetitions (``harness/simulate/bench.py``). A call
+    simulated without delays takes the same time every time (``exact``): one repetition is the
+    cell, with no spread and an interval of no width (``ci_method`` ``simulated``)."""
+    s = summarize(samples, confidence, normality=False)
+    if exact:
+        s.update(std=0.0, ci_low=s["mean"], ci_high=s["mean"], rel_halfwidth=0.0,
+                 median_ci_low=s["median"], median_ci_high=s["median"], ci_method="simulated",
+                 effective_n=float(s["n"]))
+    return s

@@ -65,6 +65,38 @@ def parse_time(text: str | float | int) -> float:
     return float(m.group(2)) * _TIME_UNITS[unit]
 
 
+_BITS = {"bit": 1 / 8, "kbit": 1e3 / 8, "mbit": 1e6 / 8, "gbit": 1e9 / 8, "tbit": 1e12 / 8}
+_RATE = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*(?:/\s*s|ps)?\s*")
+
+
+def parse_rate(text: str | float | int) -> float:
+    """Bytes per second in ``text``: a size per second (``"12.5GB/s"``, ``"10GiB/s"``), bits
+    per second (``"100Gbit/s"``, ``"100Gbps"``) or a bare number of bytes/s. Must be > 0."""
+    if isinstance(text, bool):
+        raise ValueError(f"expected a rate such as 12.5GB/s or 100Gbit/s, got {text!r}")
+    if isinstance(text, (int, float)):
+        if not text > 0:
+            raise ValueError(f"expected a rate > 0, got {text}")
+        return float(text)
+    m = _RATE.fullmatch(str(text))
+    unit = m.group(2).lower() if m else None
+    if unit is not None and unit.endswith("bps"):
+        unit = unit[:-3] + "bit"
+    scale = _BITS.get(unit, _SIZE_UNITS.get(unit)) if unit is not None else None
+    if not m or scale is None or not float(m.group(1)) > 0:
+        raise ValueError(f"expected a rate > 0 such as 12.5GB/s, 10GiB/s or 100Gbit/s, "
+                         f"got {text!r}")
+    return float(m.group(1)) * scale
+
+
+def format_rate(bytes_per_s: float) -> str:
+    """``12.5 GB/s`` (decimal prefixes, three significant digits)."""
+    for unit, scale in (("TB/s", 1e12), ("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
+        if bytes_per_s >= scale:
+            return f"{bytes_per_s / scale:.3g} {unit}"
+    return f"{bytes_per_s:.3g} B/s"
+
+
 def format_size(nbytes) -> str:
     """``65536`` -> ``"64KiB"``; exact binary multiples get a prefix, others stay in bytes
     (a float or NumPy number of bytes, as a summary column holds, is taken as a whole)."""

@@ -28,6 +28,12 @@ FROM_DOCUMENTS = {"confirm": "test_confirm.py", "tuned": "test_tune_workflow.py"
                   "sgd": "test_sgd_workflow.py"}
 
 
+SIMULATED = {"platforms": {"laptop": {"kind": "simulated", "nodes": 1, "cores_per_node": 2}},
+             "experiments": {"simulated": {"platform": "laptop", "libraries": ["openmpi"],
+                                           "algorithms": ["native:auto", "native:ring"],
+                                           "procs": [2], "sizes": ["4KiB", "64KiB"]}}}
+
+
 def _seconds(cell) -> float:
     """A time that grows with P and size and differs by algorithm, the same every run."""
     spread = 1 + (zlib.crc32(cell.algorithm.encode()) % 7) / 10
@@ -52,7 +58,8 @@ def _row(campaign, run, cell) -> dict:
             "std": 0.03 * mean, "median": mean, "median_ci_low": 0.98 * mean,
             "median_ci_high": 1.02 * mean, "min": 0.9 * mean, "max": 1.2 * mean,
             "ci_method": "t", "converged": True, "status": "ok", "record": json.dumps(record),
-            "finished": "2026-11-28T00:00:00.000+00:00", "launches": 1}
+            "finished": "2026-11-28T00:00:00.000+00:00", "launches": 1,
+            "simulated": bool(cell.platform), "platform": cell.platform or None}
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +68,10 @@ def planned(tmp_path_factory):
     summary written from the plan, and the model parameters of the golden reports."""
     root = tmp_path_factory.mktemp("rules")
     doc = yaml.safe_load(CONFIG.read_text())
+    # and the default campaign's Open MPI cells at P = 2 simulated too, for the report that
+    # sets simulated beside measured (SimGrid is optional: the default campaign has none)
+    doc["platforms"] = SIMULATED["platforms"]
+    doc["experiments"].update(SIMULATED["experiments"])
     with pytest.MonkeyPatch.context() as mp:
         for key, value in env_for(root).items():
             if key.startswith("HARNESS_"):
@@ -75,6 +86,7 @@ def planned(tmp_path_factory):
     res.mkdir(parents=True)
     pd.DataFrame(rows, columns=SUMMARY_COLUMNS).to_csv(res / "summary.csv", index=False)
     shutil.copy(GOLDEN_PARAMS, res / "model_params.json")
+    (root / "simulated.yaml").write_text(yaml.safe_dump(SIMULATED))
     return root, res, fig, facts
 
 
@@ -91,7 +103,8 @@ def test_every_report_rule_runs_off_slurm(planned):
     targets = [p for r in reports for p in r.outputs(str(res / "tables"), str(fig), facts)]
     out = subprocess.run(
         SNAKEMAKE + ["--snakefile", str(REPO / "Snakefile"), "--directory", str(root / "work"),
-                     "--configfile", str(CONFIG), "--cores", "2", "--allowed-rules", *rules,
+                     "--configfile", str(CONFIG), str(root / "simulated.yaml"), "--cores", "2",
+                     "--allowed-rules", *rules,
                      "--", *targets],
         env=env_for(root), capture_output=True, text=True, timeout=1500, cwd=REPO)
     assert out.returncode == 0, out.stderr[-4000:]

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from harness.analysis import simulation as sim
+from harness.analysis import vocabulary
 from harness.errors import ConfigError
 from harness.report.inputs import Inputs
 from harness.report.registry import REPORTS, TABLE_FORMATS, Facts
@@ -88,7 +89,7 @@ def test_calibrated_refuses_what_is_missing(tmp_path, case, words):
             block["nodes"] = 2
         else:
             block["calibrate_library"] = "impi"
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(ConfigError, match=r"platform\.calibrate_(from|library)") as e:
         calibrated(block, tmp_path)
     for w in words:
         assert w in str(e.value)
@@ -145,7 +146,7 @@ def summary() -> pd.DataFrame:
 
 def measured_only() -> pd.DataFrame:
     d = summary()
-    return d[~sim.simulated_mask(d)]
+    return d[~vocabulary.simulated_mask(d)]
 
 
 def _one(p, library, algorithm, size):

@@ -14,6 +14,7 @@ import pandas as pd
 
 from ..libraries import library_sort_key
 from .auto_vs_best import auto_vs_best
+from .vocabulary import same_platform_mask
 
 REFERENCE = "impi"
 
@@ -46,6 +47,8 @@ def table(df: pd.DataFrame, reference: str | None = None) -> pd.DataFrame:
     avb = auto_vs_best(df)
     keys = [k for k in avb.attrs.get("keys", []) if k not in ("library", "library_version")]
     ref = reference_of(avb["library"], reference) if len(avb) else reference
+    if len(avb):  # the reference's platform only: simulated and measured are never compared
+        avb = avb[avb["library"].isin(set(df.loc[same_platform_mask(df, ref), "library"]))]
     rows = []
     for key, g in avb.groupby(keys, sort=True, dropna=False):
         key = key if isinstance(key, tuple) else (key,)

@@ -36,8 +36,9 @@ import numpy as np
 import pandas as pd
 
 from ..results.store import row_json
-from ..results.summary import _flag, allreduce_rows, typed
-from .vocabulary import claims_nothing_mask, timed_mask
+from ..libraries import split_name
+from ..results.summary import allreduce_rows, typed
+from .vocabulary import claims_nothing_mask, simulated_mask, timed_mask
 
 KEYS = ("library", "algorithm", "procs", "nodes", "size", "dtype", "op", "delay", "max_delay",
         "buffers", "timing", "params")
@@ -45,9 +46,6 @@ BY_ALGORITHM = ("platform", "library", "algorithm")
 BY_SIZE = ("platform", "size")
 # keys of a simulated row's params that name the platform, not the cell (left out of the key)
 PLATFORM_PARAMS = ("platform",)
-# a simulated installation is named <library>@<platform> (harness/campaign/platforms.py:
-# SEPARATOR, a layer above this one): it copies the library before the separator
-SEPARATOR = "@"
 PAIRED = "paired"
 NO_MEASURED = "no measured row"
 MEASURED_UNTIMED = "measured row not timed"
@@ -60,15 +58,6 @@ PAIR_COLUMNS = [
     "claims_nothing", "partner"]
 
 
-def simulated_mask(d: pd.DataFrame) -> pd.Series:
-    """The simulated rows (the typed summary's boolean ``simulated``; a summary without the
-    column has none)."""
-    if "simulated" not in d.columns:
-        return pd.Series(False, index=d.index)
-    flag = d["simulated"]
-    return flag if flag.dtype == bool else flag.map(_flag).astype(bool)
-
-
 def _text(d: pd.DataFrame, column: str) -> pd.Series:
     if column not in d.columns:
         return pd.Series("", index=d.index, dtype=object)
@@ -78,7 +67,7 @@ def _text(d: pd.DataFrame, column: str) -> pd.Series:
 def family(library) -> str:
     """The library a (possibly simulated) installation's name copies: ``openmpi@small`` ->
     ``openmpi``."""
-    return str(library).partition(SEPARATOR)[0]
+    return split_name(library)[0]
 
 
 def _params_key(text) -> str:

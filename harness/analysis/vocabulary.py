@@ -10,6 +10,10 @@
   (``comparable_mask``) read the same condition.
 - **oversubscribed**: a launch with more ranks on a node than it has cores; such a row claims
   nothing (no win, no loss). The typed summary holds it as a boolean; ``oversubscribed_mask`` reads it.
+- **platform**: where a row's number comes from: ``""`` measured, else the id of the simulated
+  platform it was simulated on (the flag ``simulated``). A claim that sets libraries side by
+  side reads rows of one platform only (``platform_of``, ``same_platform_mask``): a simulated
+  number never stands beside a measured one.
 
 BEST itself (the fastest timed comparable row) is ``harness.analysis.best.fastest``.
 """
@@ -82,3 +86,22 @@ def claims_nothing_mask(rows: pd.DataFrame) -> np.ndarray:
         flag = rows["oversubscribed"]
         mask |= (oversubscribed_mask(rows) if flag.dtype == bool else flag.eq(True)).to_numpy(bool)
     return mask
+
+
+def platform_of(d: pd.DataFrame, library: str) -> str:
+    """The platform of ``library``'s rows (``""``: measured); a simulated installation's rows
+    share one (its name is ``<family>@<platform>``)."""
+    rows = typed(d)
+    values = rows.loc[rows["library"] == library, "platform"].astype(str)
+    return values.iloc[0] if len(values) else ""
+
+
+def same_platform_mask(d: pd.DataFrame, library: str) -> pd.Series:
+    """Rows on the platform of ``library``'s (measured rows beside a measured library)."""
+    rows = typed(d)
+    return rows["platform"].astype(str) == platform_of(rows, library)
+
+
+def simulated_mask(d: pd.DataFrame) -> pd.Series:
+    """Rows simulated on a platform (the typed summary's flag ``simulated``)."""
+    return typed(d)["simulated"].astype(bool)

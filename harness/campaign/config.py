@@ -23,8 +23,10 @@ from .. import layout, paths
 from ..algorithms import REGISTRY, load_plugin
 from ..dnn.workload import DEFAULTS, KEY
 from ..errors import ConfigError, LayoutError
-from ..libraries import FAMILIES, check_site, declare, family_of, library_sort_key
+from ..libraries import (FAMILIES, check_site, declare, family_of, library_sort_key,
+                         simulated_name, split_name)
 from ..units import parse_size, parse_time
+from .platforms import resolve as resolve_platforms
 
 SCHEMA_FILE = paths.REPO_ROOT / "workflow" / "schemas" / "experiments.schema.yaml"
 DEFAULT_CONFIG = paths.REPO_ROOT / "config" / "experiments.yaml"
@@ -83,6 +85,7 @@ class Experiment:
     thread_level: str = "auto"  # auto: the lowest level each cell needs (cells.needed_thread_level)
     timing: str = "percall"
     buffers: str = "reuse"
+    platform: str | None = None  # a simulated platform's name (Config.platforms); None: measured
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,11 @@ class Config:
     report: dict = None  # report options: reference_library (resolved to a campaign library)
     allow_failures: bool = False  # harness status exits 0, not 3, with failed/timeout/wrong cells
     auto_ran: bool = True  # the stage that sees what AUTO ran (harness.campaign.auto_ran)
+    platforms: dict = None  # name -> platforms.SimulatedPlatform, the ones experiments name
+
+    def simulated(self, library: str):
+        """The SimulatedPlatform of a simulated installation ``<family>@<platform>``, else None."""
+        return (self.platforms or {}).get(split_name(library)[1])
 
 
 def validate(doc, source: str = "config", base: Path | None = None) -> Config:
@@ -117,6 +125,7 @@ def validate(doc, source: str = "config", base: Path | None = None) -> Config:
     parsed = _Parser(source)
     stopping, confirm, walltime = _stopping(doc, parsed), _confirm(doc, parsed), _walltime(doc, parsed)
     _installations(doc, source)
+    platforms = resolve_platforms(doc, source, paths.results_root())
     plugins = _plugins(doc, source, base)
     experiments = [_experiment(name, e, doc, parsed)
                    for name, e in doc["experiments"].items() if e["enabled"]]
@@ -130,7 +139,7 @@ def validate(doc, source: str = "config", base: Path | None = None) -> Config:
                   plugins=tuple(plugins), confirm=confirm, tune=dict(doc["tune"]),
                   sgd=_sgd(doc, source), report=report,
                   allow_failures=bool(doc.get("allow_failures", False)),
-                  auto_ran=bool(doc["auto_ran"]["enabled"]))
+                  auto_ran=bool(doc["auto_ran"]["enabled"]), platforms=platforms)
 
 
 class _Parser:
@@ -210,10 +219,16 @@ def _experiment(name: str, e: dict, doc: dict, parsed: _Parser) -> Experiment:
     if any(d != "none" for d in e["delays"]) and not any(t > 0 for t in max_delays):
         parsed.fail(f"{where}.max_delays", f"delay modes {[d for d in e['delays'] if d != 'none']} "
                                            f"need a max delay > 0")
-    _procs(e, where, doc, parsed)
+    libraries = tuple(e["libraries"])
+    if e.get("platform"):  # simulated: SMPI's copy of each family, on the platform
+        libraries = tuple(simulated_name(lib, e["platform"]) for lib in libraries)
+        for lib, family in zip(libraries, e["libraries"]):
+            declare(lib, family)
+    else:
+        _procs(e, where, doc, parsed)
     _layouts(e["procs"], params, where, parsed)
     return Experiment(
-        name=name, libraries=tuple(e["libraries"]), algorithms=tuple(e["algorithms"]),
+        name=name, libraries=libraries, platform=e.get("platform"), algorithms=tuple(e["algorithms"]),
         procs=tuple(e["procs"]), nodes=e["nodes"], sizes=sizes, dtypes=tuple(e["dtypes"]),
         ops=tuple(e["ops"]), delays=tuple(e["delays"]), max_delays=max_delays,
         late_rank=e["late_rank"], thread_level=e["thread_level"], timing=e["timing"],

@@ -19,6 +19,7 @@ from ..libraries import get_library
 from ..measure.buffers import check as check_buffers
 from ..measure.preflight import identified
 from ..measure.verification import refusing
+from . import simulation
 
 
 def expand_algorithms(patterns, lib, where: str) -> list[str]:
@@ -93,8 +94,11 @@ def partition(cfg) -> tuple[list[Run], list[NotApplicable]]:
                 delay_settings.append(("none", 0.0))
             else:
                 delay_settings.extend((mode, t) for t in ex.max_delays if t > 0)
+        simulated = cfg.platforms[ex.platform] if ex.platform else None
+        if simulated:
+            simulation.check(ex, cfg.source)
         for libname in ex.libraries:
-            lib = library_for(cfg, libname)
+            lib = get_library(libname) if simulated else library_for(cfg, libname)
             algorithms = expand_algorithms(ex.algorithms, lib,
                                            f"{cfg.source}: experiments.{ex.name}.algorithms")
             for alg in algorithms:
@@ -122,29 +126,33 @@ def partition(cfg) -> tuple[list[Run], list[NotApplicable]]:
                                         raise ConfigError(
                                             f"{cfg.source}: experiments.{ex.name}: {exc}"
                                         ) from None
+                                    nodes = simulated.nodes_for(procs) if simulated else ex.nodes
                                     cell = Cell(libname, alg, procs, size, dtype, op, mode,
                                                 max_delay,
                                                 ex.late_rank if mode == "one-late" else 0,
-                                                ex.nodes, params, level, ex.timing,
-                                                ex.buffers)
+                                                nodes, params, level, ex.timing,
+                                                ex.buffers,
+                                                simulated.platform_id if simulated else "")
                                     try:
-                                        env = launch_env(lib, alg, params)
+                                        env = () if simulated else launch_env(lib, alg, params)
                                     except KeyError as exc:
                                         raise ConfigError(
                                             f"{cfg.source}: experiments.{ex.name}.params: "
                                             f"{exc.args[0]}") from None
-                                    key = (libname, env, procs, ex.nodes, level)
-                                    reason = not_applicable(lib, cell)
+                                    key = (libname, env, procs, nodes, level, cell.platform)
+                                    reason = (simulation.not_simulable(lib, cell) if simulated
+                                              else not_applicable(lib, cell))
                                     if reason:  # decided here: never launched
                                         skipped.setdefault(key, {}).setdefault(
                                             cell.cell_id, (cell, reason))
                                     else:
                                         groups.setdefault(key, {}).setdefault(cell.cell_id, cell)
     runs = [Run(library=k[0], env=k[1], procs=k[2], nodes=k[3], cells=tuple(v.values()),
-                thread_level=k[4])
+                thread_level=k[4], platform=k[5])
             for k, v in groups.items()]
     unlaunched = [NotApplicable(Run(library=k[0], env=k[1], procs=k[2], nodes=k[3],
-                                    cells=tuple(c for c, _ in v.values()), thread_level=k[4]),
+                                    cells=tuple(c for c, _ in v.values()), thread_level=k[4],
+                                    platform=k[5]),
                                 {cid: why for cid, (_, why) in v.items()})
                   for k, v in skipped.items()]
     return replicate(runs, int(cfg.stopping.get("launches", 1)), cfg.seed), unlaunched
@@ -164,6 +172,8 @@ def replicate(runs, launches: int, seed: int = 0) -> list[Run]:
     out = []
     for k in range(launches):
         for r in runs:
+            if k and r.platform:  # a simulation is deterministic: one is every launch
+                continue
             cells = list(r.cells)
             random.Random(f"{seed}:{k}:{r.run_id}").shuffle(cells)
             out.append(replace(r, cells=tuple(cells), launch=k))
@@ -235,6 +245,8 @@ def library_for(cfg, name: str):
     the config says ``launch: srun``. A declared installation is read first
     (``harness.measure.preflight.discover``, one process, no launcher): its catalogue is what
     the library has, and a family that does not match is an InstallationError (ConfigError)."""
+    if cfg.simulated(name):  # SMPI's copy of a family: nothing to read, nothing to launch
+        return get_library(name)
     return installation(name, cfg.libraries.get(name), cfg.launch)
 
 

@@ -42,10 +42,12 @@ def git_commit() -> str | None:
 def prepare(run: Run, lib: Library, store: results.CampaignStore, settings: dict, *,
             seed: int = 0, plugins=(), config_hash: str | None = None,
             python: str | None = None, launches: int = 1,
-            experiments: dict | None = None) -> tuple[str, dict]:
+            experiments: dict | None = None, platform: dict | None = None) -> tuple[str, dict]:
     """The job script text and the run spec of ``run``; ``experiments``: cell id -> the names
     of the config's experiments that ask for it, recorded per cell of the run (the report
-    page counts the cells of each experiment from the specs)."""
+    page counts the cells of each experiment from the specs). ``platform``: a simulated run's
+    platform (``platforms.SimulatedPlatform.to_dict``): its script runs the simulation
+    (``harness.simulate.bench``) in one process, no MPI launch."""
     run_id = run.run_id
     spec = {
         "run_id": run_id,
@@ -70,6 +72,16 @@ def prepare(run: Run, lib: Library, store: results.CampaignStore, settings: dict
     }
     if experiments is not None:
         spec["experiments"] = {c.cell_id: list(experiments.get(c.cell_id, ())) for c in run.cells}
+    if platform is not None:
+        spec["platform"] = platform
+        script = templates.render(
+            TEMPLATE, title=(f"Job script of run {run_id} in campaign {store.campaign}: "
+                             f"{lib.name} simulated on platform {platform['name']} "
+                             f"({platform['id']}), P={run.procs}, {len(run.cells)} cell(s)."),
+            rerun="rerun with `harness run`", harness_version=__version__, setup=[], env={},
+            prepend={}, workdir=str(paths.REPO_ROOT), launch=[], python=python or sys.executable,
+            module="harness.simulate.bench", spec=str(store.job_spec(run_id)))
+        return script, spec
     env = {**lib.run_env(), **dict(run.env)}
     script = job_script(
         lib, run.procs, run.nodes, env, "harness.measure.bench", store.job_spec(run_id), python=python,

@@ -15,6 +15,14 @@ from . import auto_ran, plan, runner
 from .confirm import groups
 
 
+def simulation_memory_mb(procs: int, size: int) -> int:
+    """Memory for a simulation of ``procs`` ranks at ``size`` bytes per rank: the simulating
+    process (300 MB), each rank's actor (2 MB), and each rank's buffers and messages in flight
+    (five copies of the size: measured at P = 16..256, docs/simulation.md), with a quarter
+    more to spare."""
+    return int(1.25 * (300 + procs * (2 + 5 * size / 2**20)))
+
+
 class Campaign:
     """The config as Snakemake loaded it, checked and expanded into runs."""
 
@@ -33,11 +41,11 @@ class Campaign:
     def auto_ran_groups(self) -> dict:
         """The groups of AUTO cells whose choice the ``auto_ran`` stage sees; none when
         ``auto_ran.enabled`` is false (``harness.campaign.auto_ran``)."""
-        return auto_ran.groups(self.runs.values()) if self.cfg.auto_ran else {}
+        return auto_ran.groups(self.measured_runs()) if self.cfg.auto_ran else {}
 
     def installations(self) -> list[str]:
         """Every installation the campaign launches: its runs' and its SGD experiments'."""
-        return sorted({r.library for r in self.runs.values()}
+        return sorted({r.library for r in self.measured_runs()}
                       | {e["library"] for e in (self.cfg.sgd or {}).values()})
 
     def declaration(self, library: str) -> dict:
@@ -91,7 +99,7 @@ class Campaign:
         run = self.runs[run_id]
         lib = plan.library_for(self.cfg, run.library)
         blob = [run_id, self.settings(), self.cfg.seed, list(lib.launcher), list(lib.setup),
-                lib.run_env(), list(self.cfg.plugins)]
+                lib.run_env(), list(self.cfg.plugins), self.platform(run)]
         return hashlib.sha1(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
     def render(self, run_id: str) -> None:
@@ -100,17 +108,35 @@ class Campaign:
         script, spec = runner.prepare(run, lib, self.store, self.settings(), seed=self.cfg.seed,
                                       plugins=self.cfg.plugins, config_hash=self.cfg.digest,
                                       launches=int(self.cfg.stopping.get("launches", 1)),
-                                      experiments=self.experiments_of_cells())
+                                      experiments=self.experiments_of_cells(),
+                                      platform=self.platform(run))
         try:
             runner.write(self.store, script, spec)
         except OSError as exc:  # a full or read-only file system
             raise OSError(exc.errno, f"cannot write the job script of run {run_id} under "
                                      f"{self.store.dir / 'jobs'}: {exc.strerror}") from None
 
+    def platform(self, run) -> dict | None:
+        """A simulated run's platform, as its spec records it; None for a measured run."""
+        simulated = self.cfg.simulated(run.library)
+        return simulated.to_dict() if simulated else None
+
+    def memory_mb(self, run) -> int:
+        """The memory a simulated run asks of Slurm (``simulation_memory_mb``); 0 for a
+        measured run: no ``--mem``, the site's default (profiles/slurm/config.yaml)."""
+        if not run.platform:
+            return 0
+        return simulation_memory_mb(run.procs, max(c.size for c in run.cells))
+
+    def measured_runs(self) -> list:
+        """The runs that launch MPI: what the stages after the campaign (confirmation,
+        tuning, what AUTO ran) launch again; a simulation is never confirmed or tuned."""
+        return [r for r in self.runs.values() if not r.platform]
+
     def confirm_groups(self) -> dict:
         """Groups of the confirmation stage (``harness.campaign.confirm``), none when it is disabled."""
 
-        return groups(self.runs.values()) if self.cfg.confirm["enabled"] else {}
+        return groups(self.measured_runs()) if self.cfg.confirm["enabled"] else {}
 
     def tune_libraries(self) -> list[str]:
         """Libraries the tuned-selection stage covers: AUTO and a forced algorithm measured
@@ -118,7 +144,7 @@ class Campaign:
         if not self.cfg.tune["enabled"]:
             return []
         algs: dict[str, set] = {}
-        for r in self.runs.values():
+        for r in self.measured_runs():
             for c in r.cells:
                 if is_comparable(c):
                     algs.setdefault(r.library, set()).add(c.algorithm)

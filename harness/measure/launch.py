@@ -2,8 +2,8 @@
 writes): MPI initialised at the thread level the run asks for (``init_mpi``), the launch's
 provenance (``launch_provenance``: library and versions, hosts, cores, the environment that
 steers the libraries, the job script's hash), whether ranks share cores (``oversubscribed``),
-and the journal of an earlier attempt of the run (``resume``) with its raw table
-(``write_raw``); a rank that fails ends the whole launch (``run_or_abort``). Used by
+and the journal of an earlier attempt of the run (``resume``, ``write_raw``: kept by the store,
+``harness.results.journal``); a rank that fails ends the whole launch (``run_or_abort``). Used by
 ``bench.py`` and the SGD training program ``sgd.py``.
 """
 
@@ -18,9 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import __version__, fileio
+from .. import __version__
 from ..cells import THREAD_LEVELS
 from ..mpit import library_version
+from ..results.journal import resume, write_raw  # noqa: F401  (the bench's, from here)
 
 ENV_PREFIXES = ("OMPI_", "MPIR_CVAR_", "I_MPI_", "SLURM_", "MPI4PY_", "PMI_", "HYDRA_", "HARNESS_")
 
@@ -81,46 +82,6 @@ def launch_provenance(comm, spec: dict) -> dict:
         "git_commit": spec.get("git_commit"),
         "config_hash": spec.get("config_hash"),
     }
-
-
-def write_raw(path: Path, tables: list) -> None:
-    import pyarrow as pa
-
-    fileio.write_parquet(path, pa.concat_tables(tables, promote_options="default"))
-
-
-def resume(spec: dict, rank: int):
-    """The run document and raw rows of an earlier attempt of this run with the same settings,
-    from its journal (``progress/<run>.json``): cells that failed or timed out are retried."""
-    progress, raw_path = Path(spec["outputs"]["progress"]), Path(spec["outputs"]["raw"])
-    if rank != 0 or not progress.is_file():
-        return None, []
-    try:
-        doc = fileio.read_json(progress)
-    except ValueError as exc:
-        print(f"harness.measure.bench: {progress}: unreadable ({type(exc).__name__}); the run is "
-              f"measured from its start", file=sys.stderr, flush=True)
-        return None, []
-    if not isinstance(doc, dict) or doc.get("run_id") != spec["run_id"] or doc.get("settings") != spec["settings"]:
-        return None, []
-    doc["cells"] = [c for c in doc["cells"] if c["status"] not in ("failed", "timeout")]
-    done = [c["cell_id"] for c in doc["cells"]]
-    raw = []
-    if raw_path.is_file() and done:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-        import pyarrow.parquet as pq
-
-        try:
-            table = pq.read_table(raw_path)
-        except (OSError, ValueError, pa.ArrowException) as exc:
-            # the repetitions of the finished cells are lost: they are measured again
-            print(f"harness.measure.bench: {raw_path}: unreadable ({type(exc).__name__}); its "
-                  f"{len(done)} measured cell(s) are measured again", file=sys.stderr, flush=True)
-            doc["cells"] = []
-            return doc, []
-        raw = [table.filter(pc.is_in(table["cell_id"], value_set=pa.array(done)))]
-    return doc, raw
 
 
 def init_mpi(thread_level: str):

@@ -25,7 +25,7 @@ import matplotlib.colors
 import matplotlib.ticker
 
 from ..analysis.best import AUTO
-from ..libraries import family_of_version
+from ..libraries import family_of_version, split_name
 from ..libraries import library_sort_key  # noqa: F401  (the reports sort by it)
 
 AUTO_COLOR = "#000000"
@@ -166,13 +166,16 @@ def library_title(library: str) -> str:
 
 def library_label(library: str, version) -> str:
     """``MPICH 5.0.2`` from the library and its raw version string (``MPICH Version: 5.0.2``);
-    an installation of another name as ``ompi41 (Open MPI 4.1.4)``."""
+    an installation of another name as ``ompi41 (Open MPI 4.1.4)``; a simulated one as
+    ``openmpi@flat64 (simulated Open MPI 4.1.2)``."""
     text = "" if version is None or (isinstance(version, float) and version != version) else str(version)
     m = re.search(r"\d+(?:\.\d+)+(?:[a-z]+\d*)?", text)
     if library not in LIBRARIES:
         family = family_of_version(text)
         inner = f"{LIBRARIES[family][0]} {m.group(0) if m else ''}".strip() if family else (
             m.group(0) if m else " ".join(text.split()))
+        if split_name(library)[1]:  # <family>@<platform>: SMPI's copy, never a measured library
+            return f"{library} (simulated{' ' + inner if inner else ''})"
         return f"{library} ({inner})" if inner else library
     title = library_title(library)
     if m:

@@ -29,6 +29,8 @@ from .. import fileio, stats
 from . import store as results
 
 PROVENANCE_KEYS = ("library_version", "hosts", "harness", "python", "mpi4py", "jobscript_sha256")
+# a simulation's (harness/simulate/bench.py): what simulated what, where, from which script
+SIMULATED_PROVENANCE_KEYS = ("simulator", "platform", "hosts", "jobscript_sha256")
 COMPARED = ("n", "mean", "ci_low", "ci_high")
 DISTRIBUTION = ("median", "median_ci_low", "median_ci_high", "p5", "p95", "outliers", "lag1",
                 "effective_n")
@@ -102,6 +104,23 @@ def stopping_point(values, settings: dict) -> int | None:
     return None
 
 
+def _check_simulated(where: str, entry: dict, values, settings: dict, rep: Report) -> None:
+    """A simulated cell's statistics recomputed as the simulation computes them
+    (``stats.summarize_simulated``); ok exactly when its interval meets the precision."""
+    st = entry.get("stats") or {}
+    exact = (entry["cell"].get("delay") or "none") == "none"
+    again = stats.summarize_simulated(values, float(settings["confidence"]), exact)
+    for key in COMPARED:
+        if not _close(st.get(key), again[key]):
+            rep.add(where, f"{key} {_fmt(st.get(key))} in the run document, "
+                           f"{_fmt(again[key])} from the raw repetitions")
+    held = again["rel_halfwidth"] <= float(settings["precision"])
+    if (entry["status"] == "ok") != held:
+        rep.add(where, f"status {entry['status']} but the interval's relative half-width is "
+                       f"{_fmt(again['rel_halfwidth'])} against a precision of "
+                       f"{settings['precision']}")
+
+
 def _check_entry(where: str, entry: dict, reps, settings: dict, rep: Report) -> None:
     st = entry.get("stats") or {}
     n = int(st.get("n") or 0)
@@ -124,6 +143,9 @@ def _check_entry(where: str, entry: dict, reps, settings: dict, rep: Report) -> 
         rep.add(where, f"raw file lacks column {column}")
         return
     values = rows[column].to_numpy(float)
+    if (entry.get("cell") or {}).get("platform"):  # simulated: exact, or rounds to precision
+        _check_simulated(where, entry, values, settings, rep)
+        return
     again = stats.summarize(values, float(settings["confidence"]))
     # the distribution's statistics too, where the run document has them (older ones do not)
     for key in COMPARED + tuple(k for k in DISTRIBUTION if k in st):
@@ -155,7 +177,8 @@ def _check_run(store: results.CampaignStore, run_id: str, rep: Report,
     measured = any((c.get("stats") or {}).get("n") for c in doc["cells"])
     prov = doc.get("provenance") or {}
     if measured:
-        missing = [k for k in PROVENANCE_KEYS if not prov.get(k)]
+        keys = SIMULATED_PROVENANCE_KEYS if prov.get("simulated") else PROVENANCE_KEYS
+        missing = [k for k in keys if not prov.get(k)]
         if missing:
             rep.add(path, f"provenance lacks {', '.join(missing)}")
         script = store.job_script(run_id)

@@ -39,6 +39,9 @@ SUMMARY_COLUMNS = [
     "error", "algbw", "busbw", "warmup", "seed", "host", "git_commit", "config_hash",
     "finished", "launches", "launch_means", "launches_disagree", "odd_launches", "within_mean",
     "within_ci_low", "within_ci_high", "within_rel_halfwidth", "within_n", "auto_ran",
+    # a simulated cell (harness/simulate/bench.py): the platform's id, the simulator, what the
+    # number copies (SMPI's copy of a library's algorithm, or the harness's own, unchanged)
+    "simulated", "platform", "simulator", "copies",
 ]
 
 
@@ -227,8 +230,21 @@ def summary_rows(doc: dict, settings: dict | None = None,
             "git_commit": prov.get("git_commit"),
             "config_hash": prov.get("config_hash"),
             "finished": entry.get("finished"),
+            **_simulated(entry, prov),
         })
     return rows
+
+
+def _simulated(entry: dict, prov: dict) -> dict:
+    """A row's simulation columns: a cell with a platform id is simulated (``Cell.platform``);
+    the simulator and what it copies from its record, else its run's provenance (a simulated
+    cell that failed, or was never simulated, records nothing of its own)."""
+    record, platform = entry.get("record") or {}, (entry.get("cell") or {}).get("platform")
+    if not platform:
+        return {"simulated": False, "platform": None, "simulator": None, "copies": None}
+    return {"simulated": True, "platform": platform,
+            "simulator": record.get("simulator") or prov.get("simulator"),
+            "copies": record.get("copies")}
 
 
 def _spec_of(store: CampaignStore, run_id: str) -> dict | None:

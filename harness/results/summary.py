@@ -33,7 +33,7 @@ DEFAULTS = {"nodes": 1, "dtype": "float64", "op": "sum", "delay": "none", "max_d
             "thread_level": "single"}
 # conditions a never-measured cell takes from the cells that were (the table's context)
 SHARED = ("nodes", "dtype", "op", "delay", "max_delay", "late_rank", "metric", "buffers")
-FLAGS = ("oversubscribed", "shared_cpu", "converged", "launches_disagree")
+FLAGS = ("oversubscribed", "shared_cpu", "converged", "launches_disagree", "simulated")
 NUMBERS = ("procs", "nodes", "size", "count", "max_delay", "late_rank", "n", "mean", "ci_low",
            "ci_high", "rel_halfwidth", "std", "median", "median_ci_low", "median_ci_high", "min",
            "max", "normality_p", "p5", "p95", "outliers", "lag1", "effective_n", "algbw",
@@ -42,7 +42,7 @@ NUMBERS = ("procs", "nodes", "size", "count", "max_delay", "late_rank", "n", "me
 TEXTS = ("campaign", "cell_id", "run_id", "library", "library_version", "algorithm", "dtype",
          "op", "delay", "metric", "buffers", "timing", "thread_level", "params", "error",
          "finished", "auto_ran", "host", "git_commit", "config_hash", "ci_method", "t_rejected",
-         "record", "launch_means", "odd_launches")
+         "record", "launch_means", "odd_launches", "platform", "simulator", "copies")
 
 
 def load(source) -> pd.DataFrame:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..algorithms import registry
+from ..cells import kind_of
 from ..units import parse_time
 
 KNOWLEDGE = ("none", "oracle", "online")
@@ -43,7 +44,7 @@ def check_delays(delays, calls: int, procs: int):
 
 def _uses_arrival(algorithm: str):
     """True / False, or None when the algorithm is not known here (a plugin's)."""
-    if algorithm.startswith("native:") or algorithm not in registry.REGISTRY:
+    if kind_of(algorithm) != "harness" or algorithm not in registry.REGISTRY:
         return None
     return bool(getattr(registry.REGISTRY[algorithm].fn, "uses_arrival", False))
 

@@ -45,6 +45,7 @@ import numpy as np
 
 from ..algorithms import registry
 from ..algorithms.p2p import ring_allgather, ring_reduce_scatter
+from ..cells import native_name as library_name
 
 NATIVE_AUTO_SHORT = 2048  # bytes: MPICH's MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE
 NATIVE_CHOICES = ("auto", "linear", "nonoverlapping", "recursive_doubling", "ring",
@@ -189,7 +190,7 @@ def native_name(nbytes: int, count: int, size: int, choice: str) -> str:
 
 def forced(name: str) -> str:
     """The harness algorithm of ``native:<name>`` (Open MPI's names of its algorithms)."""
-    bare = name.split(":", 1)[1] if name.startswith("native:") else name
+    bare = library_name(name)
     if bare not in OPENMPI_NAMES:
         raise ValueError(f"{name}: the simulated communicator forces only the classic algorithms "
                          f"({', '.join('native:' + n for n in OPENMPI_NAMES)}), each run as the "

@@ -17,9 +17,12 @@ tried and how to install it (``docs/simulation.md``).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import os
+import re
+import subprocess
 import sys
 import sysconfig
 from pathlib import Path
@@ -89,3 +92,24 @@ def available() -> str | None:
     except SimGridMissing as exc:
         return str(exc)
     return None
+
+
+
+@functools.lru_cache(maxsize=None)
+def version() -> str:
+    """SimGrid's version (``3.32``), read by loading the module in a child process: loading it
+    prints SimGrid's start-up lines, which this process keeps out of its own output."""
+    code = ("import sys; from harness.simulate import loader; v = loader.load().simgrid_version; "
+            "v = v if isinstance(v, str) else '.'.join(map(str, v)); "
+            "sys.stderr.write('harness-simgrid-version ' + v + chr(10))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, cwd=Path(__file__).resolve().parents[2])
+    m = re.search(r"harness-simgrid-version ([0-9.]+)", proc.stderr)
+    if not m:
+        raise SimGridMissing(f"SimGrid's Python module does not load here "
+                             f"({(proc.stderr.strip().splitlines() or ['no output'])[-1]}); "
+                             f"{INSTALL_HINT}")
+    parts = m.group(1).split(".")
+    while len(parts) > 2 and parts[-1] == "0":
+        parts.pop()
+    return ".".join(parts)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import libraries
+from ..cells import native_name
 from ..errors import SmpiUnavailable
 
 __all__ = ["SmpiChoice", "SmpiUnavailable", "available", "smpi_choice", "table"]
@@ -55,7 +56,7 @@ def table(family: str) -> dict:
 
 
 def _name(algorithm: str) -> str:
-    return algorithm.split(":", 1)[1] if algorithm.startswith("native:") else algorithm
+    return native_name(algorithm)
 
 
 def smpi_choice(family: str, algorithm: str) -> SmpiChoice:

@@ -8,9 +8,14 @@ import sys
 
 def _per_node(run):
     """Ranks per node when they split evenly over several nodes, with more than one each (the
-    plugin refuses tasks_per_node=1); else None and the run asks for its task count."""
+    plugin refuses tasks_per_node=1); else None and the run asks for its task count. A
+    simulated run is one process on one node."""
     per, rest = divmod(run.procs, run.nodes)
-    return per if run.nodes > 1 and not rest and per > 1 else None
+    return per if run.nodes > 1 and not rest and per > 1 and not run.platform else None
+
+
+def _tasks(run):
+    return 1 if run.platform else None if _per_node(run) else run.procs
 
 
 rule measure:
@@ -28,9 +33,11 @@ rule measure:
         mpi="srun",
         # Slurm wants exactly one of tasks and tasks_per_node. An even split asks for tasks per
         # node: with only a task count, Slurm packs the ranks (P=4 on 2 nodes of 4 CPUs: 3+1).
-        tasks=lambda w: None if _per_node(CAMPAIGN.runs[w.run]) else CAMPAIGN.runs[w.run].procs,
+        tasks=lambda w: _tasks(CAMPAIGN.runs[w.run]),
         tasks_per_node=lambda w: _per_node(CAMPAIGN.runs[w.run]),
-        nodes=lambda w: CAMPAIGN.runs[w.run].nodes,
+        nodes=lambda w: 1 if CAMPAIGN.runs[w.run].platform else CAMPAIGN.runs[w.run].nodes,
+        # a simulation's memory grows with P and the size (docs/simulation.md); 0: the site's default
+        mem_mb=lambda w: CAMPAIGN.memory_mb(CAMPAIGN.runs[w.run]),
         cpus_per_task=1,
         runtime=CAMPAIGN.walltime_minutes(),
     shell:
