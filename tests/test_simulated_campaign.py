@@ -19,6 +19,7 @@ from harness.campaign.config import validate
 from harness.campaign.workflow import Campaign, simulation_memory_mb
 from harness.errors import ConfigError
 from harness.simulate import loader
+from test_workflow import env_for
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
@@ -119,8 +120,7 @@ def test_memory_grows_with_ranks_and_size():
 def test_a_campaign_simulated_at_p64_end_to_end_through_snakemake(tmp_path):
     cfg = tmp_path / "sim.yaml"
     cfg.write_text(yaml.safe_dump(config()))
-    env = {"HARNESS_RESULTS": str(tmp_path / "results"), "HARNESS_FIGURES": str(tmp_path / "figures"),
-           "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    env = env_for(tmp_path)
     proc = subprocess.run([SNAKEMAKE, "--snakefile", str(REPO / "Snakefile"), "--directory",
                            str(tmp_path / "work"), "--configfile", str(cfg), "-c2"],
                           capture_output=True, text=True, timeout=900, env=env, cwd=REPO)
@@ -152,3 +152,14 @@ def test_a_campaign_simulated_at_p64_end_to_end_through_snakemake(tmp_path):
     assert "openmpi@flat64 (simulated Open MPI" in table
     page = (store / "report" / "index.html").read_text()
     assert "simulated" in page
+    # `harness run --cell` simulates one cell of the campaign again and puts it in place
+    cell = ring["cell_id"]
+    again = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--config", str(cfg),
+                            "--campaign", "sim", "--cell", cell], capture_output=True,
+                           text=True, timeout=600, env=env, cwd=REPO)
+    assert again.returncode == 0, again.stderr[-3000:]
+    rerun = json.loads(next((store / "rerun" / "runs").glob("*.json")).read_text())
+    assert rerun["provenance"]["simulated"] is True
+    (entry,) = [c for c in json.loads((store / "runs" / f"{ring['run_id']}.json").read_text())[
+        "cells"] if c["cell_id"] == cell]
+    assert entry["rerun_of"] and entry["stats"]["mean"] == pytest.approx(ring["mean"])

@@ -73,7 +73,8 @@ def rerun(campaign, cell_id: str, timeout=None, log=print) -> list[str]:
         one = replace(planned, cells=(cell,))
         script, spec = runner.prepare(one, lib, scratch, campaign.settings(), seed=cfg.seed,
                                       plugins=cfg.plugins, config_hash=cfg.digest,
-                                      launches=int(cfg.stopping.get("launches", 1)))
+                                      launches=int(cfg.stopping.get("launches", 1)),
+                                      platform=campaign.platform(planned))
         runner.write(scratch, script, spec)
         runner.fresh(spec)
         log(f"run {spec['run_id']}: cell {cell_id} of run {planned.run_id}"
