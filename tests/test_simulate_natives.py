@@ -152,3 +152,18 @@ def test_topologies_load_in_smpi_and_the_simulation():
         sim = simulate_sizes("recursive_doubling", 16, sizes, "float64", "sum", platform)
         assert all(s.ok for s in sim)
         assert sim[1].time == pytest.approx(ref[1].time, rel=0.05)
+
+
+@needs_smpi
+def test_smpi_results_are_checked_on_every_rank_and_a_wrong_one_is_caught(monkeypatch):
+    """SMPI's result is checked against the reduction's closed form on every rank, for each
+    dtype and op; a result spoilt on purpose (HARNESS_SMPI_BREAK_RANK) is named as wrong."""
+    from harness.simulate.platform import Platform
+    from harness.simulate.smpi import smpi_allreduce
+
+    for dtype, op in (("float64", "sum"), ("float32", "max"), ("int32", "min"), ("int64", "prod")):
+        res = smpi_allreduce("rdb", 7, [0, 8 * 5, 8 * 1001], dtype, op, Platform(nodes=7))
+        assert [r.ok for r in res] == [True] * 3
+    monkeypatch.setenv("HARNESS_SMPI_BREAK_RANK", "3")
+    res = smpi_allreduce("lr", 6, [8, 8 * 1001], "float64", "sum", Platform(nodes=6))
+    assert [r.wrong_ranks for r in res] == [[3], [3]] and not any(r.ok for r in res)

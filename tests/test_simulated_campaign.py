@@ -163,3 +163,24 @@ def test_a_campaign_simulated_at_p64_end_to_end_through_snakemake(tmp_path):
     (entry,) = [c for c in json.loads((store / "runs" / f"{ring['run_id']}.json").read_text())[
         "cells"] if c["cell_id"] == cell]
     assert entry["rerun_of"] and entry["stats"]["mean"] == pytest.approx(ring["mean"])
+
+
+@needs_simgrid
+def test_a_wrong_simulated_result_is_recorded_wrong_never_timed(results_root):
+    """A native cell whose SMPI result is spoilt (HARNESS_SMPI_BREAK_RANK) is `wrong` with the
+    rank named, and carries no time; the harness's cells beside it are verified and ok."""
+    campaign = Campaign(config(procs=[8], sizes=["4KiB"]), source="c.yaml")
+    (run_id,) = campaign.runs
+    campaign.render(run_id)
+    spec = campaign.store.job_spec(run_id)
+    env = {**env_for(results_root.parent), "HARNESS_RESULTS": str(results_root),
+           "HARNESS_SMPI_BREAK_RANK": "5"}
+    proc = subprocess.run([sys.executable, "-m", "harness.simulate.bench", str(spec)],
+                          capture_output=True, text=True, timeout=600, env=env, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads(campaign.store.run_doc(run_id).read_text())
+    status = {c["cell"]["algorithm"]: c for c in doc["cells"]}
+    assert status["native:auto"]["status"] == "wrong"
+    assert "ranks [5]" in status["native:auto"]["error"]
+    assert not status["native:auto"]["stats"].get("mean")
+    assert status["ring"]["status"] == "ok" and status["ring"]["record"]["verified"] is True

@@ -96,8 +96,8 @@ class Simulation:
         choice = natives.smpi_choice(self.family, cell.algorithm)
         res = smpi_allreduce(choice.algorithm, cell.procs, sizes, cell.dtype, cell.op,
                              self.platform, selector=choice.selector, config=choice.config)
-        return [{"times": [r.times], "delays": None, "ok": None, "wrong_ranks": [],
-                 "record": {"smpi": choice.cfg, "verified": False,
+        return [{"times": [r.times], "delays": None, "ok": r.ok, "wrong_ranks": r.wrong_ranks,
+                 "record": {"smpi": choice.cfg, "verified": True,
                             "simulation": {"sizes": sizes, "wall": r.wall,
                                            "peak_rss": r.peak_rss}}} for r in res]
 

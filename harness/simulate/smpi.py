@@ -23,7 +23,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -34,9 +34,12 @@ from ..fileio import atomic_write_text
 from .platform import Platform
 
 SOURCE = r"""
-/* harness.simulate.smpi: times MPI_Allreduce once per COUNT on every rank.
+/* harness.simulate.smpi: times MPI_Allreduce once per COUNT on every rank and checks its
+   result on every rank (element i of rank r: 1 + (r + i) % 4, or for prod 2 on rank i % P and
+   1 elsewhere; the expected reduction in closed form, exact in every dtype).
    usage: allreduce_timer DTYPE OP COUNT [COUNT ...]
-   prints on rank 0, per COUNT: "harness-smpi COUNT T_START t_0 t_1 ... t_{P-1}" */
+   prints on rank 0, per COUNT: "harness-smpi COUNT T_START t_0 t_1 ... t_{P-1}"
+   and "harness-smpi-wrong COUNT r ..." (the ranks whose result was wrong; none: no r) */
 #include <mpi.h>
 #include <math.h>
 #include <stdio.h>
@@ -54,6 +57,48 @@ static void sleep_until(double when) {
   }
 }
 
+enum { OP_SUM, OP_PROD, OP_MAX, OP_MIN };
+
+static double value(int op, int rank, int size, long i) {
+  if (op == OP_PROD) return rank == (int)(i % size) ? 2.0 : 1.0;
+  return 1.0 + (double)((rank + i) % 4);
+}
+
+static double expected(int op, int size, long i) {
+  if (op == OP_PROD) return 2.0;
+  long q = size / 4, m = size % 4;
+  if (op == OP_SUM) {
+    double s = 10.0 * (double)q;
+    for (long k = 0; k < m; k++) s += 1.0 + (double)((k + i) % 4);
+    return s;
+  }
+  if (q > 0) return op == OP_MAX ? 4.0 : 1.0;
+  double e = op == OP_MAX ? 0.0 : 5.0;
+  for (long k = 0; k < m; k++) {
+    double v = 1.0 + (double)((k + i) % 4);
+    e = op == OP_MAX ? (v > e ? v : e) : (v < e ? v : e);
+  }
+  return e;
+}
+
+static void put(void *buf, int kind, long i, double v) {
+  switch (kind) {
+    case 0: ((double *)buf)[i] = v; break;
+    case 1: ((float *)buf)[i] = (float)v; break;
+    case 2: ((int *)buf)[i] = (int)v; break;
+    default: ((long long *)buf)[i] = (long long)v;
+  }
+}
+
+static double get(const void *buf, int kind, long i) {
+  switch (kind) {
+    case 0: return ((const double *)buf)[i];
+    case 1: return (double)((const float *)buf)[i];
+    case 2: return (double)((const int *)buf)[i];
+    default: return (double)((const long long *)buf)[i];
+  }
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int rank, size;
@@ -65,29 +110,44 @@ int main(int argc, char **argv) {
   }
   MPI_Datatype type = MPI_DOUBLE;
   size_t item = 8;
-  if (!strcmp(argv[1], "float32")) { type = MPI_FLOAT; item = 4; }
-  else if (!strcmp(argv[1], "int32")) { type = MPI_INT; item = 4; }
-  else if (!strcmp(argv[1], "int64")) { type = MPI_LONG_LONG; item = 8; }
+  int kind = 0, opk = OP_SUM;
+  if (!strcmp(argv[1], "float32")) { type = MPI_FLOAT; item = 4; kind = 1; }
+  else if (!strcmp(argv[1], "int32")) { type = MPI_INT; item = 4; kind = 2; }
+  else if (!strcmp(argv[1], "int64")) { type = MPI_LONG_LONG; item = 8; kind = 3; }
   else if (strcmp(argv[1], "float64")) { fprintf(stderr, "unknown dtype %s\n", argv[1]); MPI_Abort(MPI_COMM_WORLD, 2); }
   MPI_Op op = MPI_SUM;
-  if (!strcmp(argv[2], "prod")) op = MPI_PROD;
-  else if (!strcmp(argv[2], "max")) op = MPI_MAX;
-  else if (!strcmp(argv[2], "min")) op = MPI_MIN;
+  if (!strcmp(argv[2], "prod")) { op = MPI_PROD; opk = OP_PROD; }
+  else if (!strcmp(argv[2], "max")) { op = MPI_MAX; opk = OP_MAX; }
+  else if (!strcmp(argv[2], "min")) { op = MPI_MIN; opk = OP_MIN; }
   else if (strcmp(argv[2], "sum")) { fprintf(stderr, "unknown op %s\n", argv[2]); MPI_Abort(MPI_COMM_WORLD, 2); }
   double start = 1.0;
   double *all = malloc(sizeof(double) * size);
+  int *bad = malloc(sizeof(int) * size);
+  /* HARNESS_SMPI_BREAK_RANK=r spoils rank r's result after each call: the check's own test */
+  const char *brk = getenv("HARNESS_SMPI_BREAK_RANK");
+  int broken = brk ? atoi(brk) : -1;
   for (int a = 3; a < argc; a++) {
     long count = atol(argv[a]);
     void *sbuf = calloc(count ? count : 1, item), *rbuf = calloc(count ? count : 1, item);
+    for (long i = 0; i < count; i++) {
+      put(sbuf, kind, i, value(opk, rank, size, i));
+      put(rbuf, kind, i, -1.0);
+    }
     sleep_until(start);
     double t0 = MPI_Wtime();
     MPI_Allreduce(sbuf, rbuf, (int)count, type, op, MPI_COMM_WORLD);
     double t1 = MPI_Wtime(), dt = t1 - t0, end;
     MPI_Gather(&dt, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     MPI_Allreduce(&t1, &end, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (broken == rank && count > 0) put(rbuf, kind, count - 1, -2.0);
+    int wrong = 0;
+    for (long i = 0; i < count && !wrong; i++) wrong = get(rbuf, kind, i) != expected(opk, size, i);
+    MPI_Gather(&wrong, 1, MPI_INT, bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (rank == 0) {
       printf("harness-smpi %ld %.17g", count, t0);
       for (int r = 0; r < size; r++) printf(" %.17g", all[r]);
+      printf("\nharness-smpi-wrong %ld", count);
+      for (int r = 0; r < size; r++) if (bad[r]) printf(" %d", r);
       printf("\n");
       fflush(stdout);
     }
@@ -96,6 +156,7 @@ int main(int argc, char **argv) {
     free(rbuf);
   }
   free(all);
+  free(bad);
   MPI_Finalize();
   return 0;
 }
@@ -113,6 +174,12 @@ class SmpiResult:
     times: list[float]  # per rank, seconds of simulated time
     wall: float  # seconds the whole smpirun took (all sizes of the run)
     peak_rss: int  # bytes, smpirun's peak resident memory (all sizes of the run)
+    wrong_ranks: list[int] = field(default_factory=list)  # ranks whose result was wrong
+
+    @property
+    def ok(self) -> bool:
+        """Every rank's result right (checked against the closed-form reduction)."""
+        return not self.wrong_ranks
 
     @property
     def time(self) -> float:
@@ -227,5 +294,11 @@ def smpi_allreduce(algorithm, procs: int, sizes, dtype: str = "float64", op: str
         tail = "\n".join(err.strip().splitlines()[-15:])
         raise SmpiError(f"smpirun ({name}, P = {procs}) exited {status} "
                         f"with {len(rows)} of {len(counts)} sizes timed:\n{tail}")
+    wrong = [[int(r) for r in line.split()[2:]] for line in out.splitlines()
+             if line.startswith("harness-smpi-wrong ")]
+    if len(wrong) != len(rows):
+        raise SmpiError(f"smpirun ({name}, P = {procs}) checked {len(wrong)} of {len(rows)} "
+                        f"sizes")
     return [SmpiResult(name, procs, int(row[0]) * itemsize, dtype, op, platform.digest(),
-                       [float(t) for t in row[2:]], wall, rss) for row in rows]
+                       [float(t) for t in row[2:]], wall, rss, bad)
+            for row, bad in zip(rows, wrong)]
