@@ -25,6 +25,7 @@ from ..analysis.status import status_counts, unfinished_reasons
 from ..fileio import atomic_write_text, read_json
 from ..results.store import CampaignStore, load_run_docs, oversubscribed
 from ..results.view import STATISTIC_LABEL
+from ..units import format_rate, format_time
 from .findings import Finding, findings
 from .registry import REPORTS, Report, caption_of, report_of
 
@@ -120,13 +121,37 @@ def _header(name: str, config: str, cells: int, docs: list[dict]) -> str:
             ("cores per node", listed(c for p in provs for c in (p.get("cores") or []))),
             ("measured", f"{started[0] if started else '?'} to {finished[-1] if finished else '?'}"),
             ("cells", str(cells))]
+    simulated = {p["platform"]["id"]: p for p in provs if p.get("simulated") and p.get("platform")}
+    if simulated:
+        rows.insert(4, ("simulated on", "; ".join(_platform_line(p) for p in simulated.values())))
     out = ["<table>"] + [f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows]
     out.append("</table>")
+    if simulated:
+        out.append('<p class="warn">Some numbers are simulated, not measured: the cells of the '
+                   "installations named &lt;family&gt;@&lt;platform&gt;, labelled "
+                   "\u201csimulated\u201d in every table and figure, run on a SimGrid platform "
+                   "(the harness's algorithms unchanged, each library's through SMPI's copy). "
+                   "No claim sets them beside measured numbers.</p>")
     if any(oversubscribed(p) for p in provs):
         out.append('<p class="warn">Some runs had more ranks than cores (oversubscribed): '
                    "their times are not comparable, and no win or loss is drawn from them "
                    "(marked ‡; their rows are folded under each table).</p>")
     return "\n".join(out)
+
+
+def _platform_line(prov: dict) -> str:
+    """One simulated platform in words: its name and id, shape, network, reduction rate,
+    calibration and simulator."""
+    info = prov["platform"]
+    p = info.get("platform") or {}
+    rate = info.get("reduce_rate")
+    cal = info.get("calibration") or {}
+    return (f"{info.get('name')} ({info.get('id')}): {p.get('nodes')} nodes x "
+            f"{p.get('cores_per_node')} cores, {p.get('topology', 'cluster')}, latency "
+            f"{format_time(p.get('latency', 0))}, {format_rate(p.get('bandwidth', 0))} per link; "
+            f"reductions {format_rate(rate) if rate else 'free'}"
+            + (f"; calibrated from campaign {cal.get('campaign')}" if cal.get("campaign") else "")
+            + f"; {prov.get('simulator') or 'SimGrid'}")
 
 
 def _check(store: Path) -> str:
