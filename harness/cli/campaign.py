@@ -53,7 +53,9 @@ def cmd_plan(args, parser) -> int:
                                  _not_applicable(ex_na))
     width = max(len(n) for n in cells_by_exp)
     for name, (ncells, nruns, na) in cells_by_exp.items():
-        print(f"  {name:<{width}}  {ncells:>8} cells  {nruns:>6} runs{na}")
+        ex = next(e for e in cfg.experiments if e.name == name)
+        where = f"  simulated on {ex.platform}" if ex.platform else ""
+        print(f"  {name:<{width}}  {ncells:>8} cells  {nruns:>6} runs{na}{where}")
     total = sum(len(r.cells) for r in runs if r.launch == 0)
     launches = int(cfg.stopping.get("launches", 1))
     print(f"  {'total':<{width}}  {total:>8} cells  {len(runs):>6} runs (cells shared by "
@@ -67,8 +69,10 @@ def cmd_plan(args, parser) -> int:
     if args.runs:
         cores = os.cpu_count() or 1
         for r in runs:
-            local = cfg.launch != "srun" and not cfg.libraries.get(r.library)
+            local = cfg.launch != "srun" and not cfg.libraries.get(r.library) and not r.platform
             forced = " ".join(f"{k}={v}" for k, v in r.env) or "-"
+            if r.platform:
+                forced = f"simulated on platform {r.platform}"
             over = (f"  {r.procs / cores:.1f} ranks/core" if local and r.procs > cores else "")
             print(f"{r.run_id}  {r.library:8} P={r.procs:<4} nodes={r.nodes:<3} "
                   f"launch={r.launch:<3} {len(r.cells):>5} cells  {forced}{over}")
