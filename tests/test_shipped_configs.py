@@ -26,10 +26,26 @@ EXPECTED = {
     "paper-pap.yaml": {"report", "report_pap"},
     "paper-suara.yaml": {"report", "confirm", "report_confirm", "report_projection",
                          "report_suara"},
+    "simulation-validation.yaml": {"report", "confirm", "report_confirm", "fit_params",
+                                   "report_pingpong", "report_simulation", "report_bound"},
     "tuning-truth.yaml": {"report", "report_cross_library"},
     "tuning-truth-slurm.yaml": {"report", "report_cross_library"},
 }
 CONFIGS = sorted(p.name for p in (REPO / "config").glob("*.yaml"))
+# a measured fit of this machine's probes (default campaign), for the platforms calibrated
+# from a campaign (calibrate_from): planning reads it
+CALIBRATION = REPO / "tests" / "data" / "simulated" / "default_model_params.json"
+
+
+def calibrated_from(doc: dict, results) -> None:
+    """The fit every platform of ``doc`` calibrates from, under ``results``."""
+    import shutil
+
+    for platform in (doc.get("platforms") or {}).values():
+        if platform.get("calibrate_from"):
+            where = results / platform["calibrate_from"]
+            where.mkdir(parents=True, exist_ok=True)
+            shutil.copy(CALIBRATION, where / "model_params.json")
 
 
 def test_every_shipped_config_is_listed():
@@ -54,6 +70,8 @@ def test_shipped_config_plans(tmp_path, monkeypatch, name):
     from harness.campaign.workflow import Campaign
 
     path = REPO / "config" / name
+    calibrated_from(yaml.safe_load(path.read_text()), tmp_path / "results")
+    before = sorted((tmp_path / "results").rglob("*"))
     out = subprocess.run(
         SNAKEMAKE + ["--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path / "work"),
                      "--configfile", str(path), "-n"],
@@ -63,6 +81,7 @@ def test_shipped_config_plans(tmp_path, monkeypatch, name):
     missing = (COMMON | EXPECTED[name]) - set(jobs)
     assert not missing, f"{name}: the dry run plans no {sorted(missing)}: {jobs}"
     monkeypatch.setenv("HARNESS_RESULTS", str(tmp_path / "plan"))
+    calibrated_from(yaml.safe_load(path.read_text()), tmp_path / "plan")
     campaign = Campaign(yaml.safe_load(path.read_text()), source=str(path))
     assert jobs["measure"] == jobs["jobscript"] == len(campaign.runs) > 0
-    assert not (tmp_path / "results").exists()  # a dry run writes nothing
+    assert sorted((tmp_path / "results").rglob("*")) == before  # a dry run writes nothing
