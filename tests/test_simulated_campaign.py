@@ -184,3 +184,40 @@ def test_a_wrong_simulated_result_is_recorded_wrong_never_timed(results_root):
     assert "ranks [5]" in status["native:auto"]["error"]
     assert not status["native:auto"]["stats"].get("mean")
     assert status["ring"]["status"] == "ok" and status["ring"]["record"]["verified"] is True
+
+
+@needs_simgrid
+def test_delayed_cells_are_simulated_in_rounds_and_timed_from_each_arrival(results_root):
+    """One-late: every repetition the same, exact after the first round; rand-late: each
+    repetition its own draw (the cell's seed), rounds until the precision holds. A rank's time
+    runs from its own arrival, as a measured cell's: the early ranks wait for the late one."""
+    doc = config(algorithms=["ring"], procs=[8], sizes=["4KiB"], delays=["one-late", "rand-late"],
+                 max_delays=["1ms"], late_rank=3)
+    doc["stopping"]["precision"] = 0.05
+    campaign = Campaign(doc, source="c.yaml")
+    (run_id,) = campaign.runs
+    campaign.render(run_id)
+    env = {**env_for(results_root.parent), "HARNESS_RESULTS": str(results_root)}
+    proc = subprocess.run([sys.executable, "-m", "harness.simulate.bench",
+                           str(campaign.store.job_spec(run_id))],
+                          capture_output=True, text=True, timeout=600, env=env, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    cells = {c["cell"]["delay"]: c for c in
+             json.loads(campaign.store.run_doc(run_id).read_text())["cells"]}
+    late = cells["one-late"]
+    assert late["status"] == "ok" and late["stats"]["n"] == 4  # min_reps: one round
+    mx = late["all_stats"]["max"]["mean"]
+    assert 1e-3 < mx < 1.5e-3  # an early rank waits out the late one's millisecond
+    assert late["all_stats"]["min"]["mean"] < 1e-3  # the late rank's own call is short
+    rand = cells["rand-late"]
+    assert rand["stats"]["n"] >= 4 and rand["stats"]["std"] > 0
+    assert rand["status"] == ("ok" if rand["stats"]["rel_halfwidth"] <= 0.05 else "not-converged")
+    raw = pd.read_parquet(campaign.store.raw(run_id))
+    row = raw[raw["cell_id"] == late["cell_id"]].iloc[0]
+    assert list(row["arrival"]) == [0, 0, 0, 1e-3, 0, 0, 0, 0]
+    from harness.results.check import check_store
+    from harness.results.store import rebuild_summary
+
+    rebuild_summary(campaign.store)
+    report = check_store(campaign.store)
+    assert report.ok, report.problems

@@ -120,7 +120,7 @@ class Simulation:
             delays = [delay_vector(cell.delay, cell.max_delay, cell.procs, cell.late_rank,
                                    self.seed(cell), rep).tolist() for rep in range(n)]
             out = self._harness(cell, [cell.size], delays)
-            per_call = _elapsed(out[0]["times"], delays).mean(axis=1)
+            per_call = _series(out[0]["times"], delays)[self.settings.get("metric", "mean")]
             st = stats.summarize(per_call, self.settings["confidence"], normality=False)
             if (not out[0]["ok"] or st["rel_halfwidth"] <= self.settings["precision"]
                     or 2 * n > MAX_SIMULATED_REPS):
@@ -129,20 +129,22 @@ class Simulation:
             n *= 2
 
 
-def _elapsed(times, delays) -> np.ndarray:
-    """calls x ranks: each rank's time of its call from its own arrival (a measured cell's
-    ``finish - arrival``): the simulated times start at the common start, before the delay."""
+def _series(times, delays) -> dict[str, np.ndarray]:
+    """Each metric per call, from each rank's time of its call (calls x ranks, from its own
+    arrival to its return, as a measured cell's ``finish - arrival``) and each rank's delay
+    after the call's common start: the mean, max and min over the ranks, and the span from
+    the first arrival to the last return."""
     t = np.asarray(times, dtype=float)
-    return t if delays is None else t - np.asarray(delays, dtype=float)
+    d = np.zeros_like(t) if delays is None else np.asarray(delays, dtype=float)
+    return {"mean": t.mean(axis=1), "max": t.max(axis=1), "min": t.min(axis=1),
+            "span": (d + t).max(axis=1) - d.min(axis=1)}
 
 
 def entry_of(sim: Simulation, cell: Cell, out: dict) -> tuple[dict, dict | None]:
     """The run document's entry of one simulated cell and its raw columns."""
     t = np.asarray(out["times"], dtype=float)
     d = np.zeros_like(t) if out["delays"] is None else np.asarray(out["delays"], dtype=float)
-    e = _elapsed(t, out["delays"])
-    series = {"mean": e.mean(axis=1), "max": e.max(axis=1), "min": e.min(axis=1),
-              "span": t.max(axis=1) - d.min(axis=1)}
+    series = _series(t, out["delays"])
     metric = sim.settings.get("metric", "mean")
     record = {"simulated": True, "platform": sim.info["id"], "platform_name": sim.info["name"],
               "simulator": sim.info.get("simulator"), "copies": copies(sim.family, cell),
@@ -163,7 +165,8 @@ def entry_of(sim: Simulation, cell: Cell, out: dict) -> tuple[dict, dict | None]
     n = len(t)
     raw = {"cell_id": [cell.cell_id] * n, "rep": list(range(n)),
            **{f"{k}_elapsed": v.tolist() for k, v in series.items()},
-           "epoch": [0.0] * n, "arrival": d.tolist(), "finish": t.tolist(), "delay": d.tolist(),
+           "epoch": [0.0] * n, "arrival": d.tolist(), "finish": (d + t).tolist(),
+           "delay": d.tolist(),
            "late_starts": [0] * n}
     return entry, raw
 
