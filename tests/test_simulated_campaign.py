@@ -148,6 +148,8 @@ def test_a_campaign_simulated_at_p64_end_to_end_through_snakemake(tmp_path):
     small = d[d["size"] == 4096].set_index("algorithm")["mean"]
     assert small["ring"] > 5 * small["recursive_doubling"]
     assert json.loads((store / "check.json").read_text())["ok"] is True
+    (xml,) = (store / "platforms").glob("platform-*.xml")  # the platform file, kept
+    assert "64 nodes x 1 cores" in xml.read_text()
     table = (store / "tables" / "auto_vs_best.md").read_text()
     assert "openmpi@flat64 (simulated Open MPI" in table
     page = (store / "report" / "index.html").read_text()

@@ -21,6 +21,7 @@ from .. import __version__, fileio, paths, templates
 from ..cells import Run
 from ..libraries import Library
 from ..results import store as results
+from ..simulate.platform import Platform
 from ..turns import launch_turn
 
 TEMPLATE = "run.sh.j2"
@@ -104,6 +105,10 @@ def job_script(lib: Library, procs: int, nodes: int, env: dict, module: str, spe
 
 
 def write(store: results.CampaignStore, script: str, spec: dict) -> Path:
+    """Write the run's spec and job script (and a simulated run's platform file, under
+    ``results/<c>/platforms/``, named by its digest)."""
+    if spec.get("platform"):
+        Platform(**spec["platform"]["platform"]).write(store.dir / "platforms")
     path = store.job_script(spec["run_id"])
     fileio.write_json(store.job_spec(spec["run_id"]), spec)
     fileio.atomic_write_text(path, script)
