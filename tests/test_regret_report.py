@@ -329,3 +329,24 @@ def test_a_truth_pooled_from_several_campaigns(roots, capsys):
         with pytest.raises(SystemExit, match=r"^2$"):
             main(["tune", "regret", "truth", *argv])
         assert says in capsys.readouterr().err
+
+
+def test_a_simulated_truth_is_labelled_simulated(roots, capsys):
+    """Libraries named <family>@<platform> (SMPI's copies on a simulated platform) replay as
+    any other; the tables, captions and figure titles say the truth is simulated."""
+    results, figures = roots
+    s = synthetic()
+    s = s[s["procs"].isin([2, 16]) & s["size"].isin(SIZES[::6])]
+    s = s.assign(library="mpich@flat", library_version="MPICH 3.3b (SMPI's copy of its selection)",
+                 cell_id=s["cell_id"].str.replace("mpich", "mpichflat"), simulated=True,
+                 platform="0538789ab5bf", simulator="SimGrid 3.32")
+    store(results, s)
+    assert main(["tune", "regret", "truth", "--seeds", "1", "--batch", "8",
+                 "--trees", str(TREES)]) == 0
+    tables = results / "truth" / "tables"
+    assert pd.read_csv(tables / "regret.csv")["library"].unique().tolist() == ["mpich@flat"]
+    md = (tables / "regret.md").read_text()
+    assert "mpich@flat (simulated MPICH 3.3b)" in md
+    assert "Truth simulated (SimGrid 3.32) on platform(s) flat" in md
+    assert "mpich@flat (simulated MPICH 3.3b)" in (tables / "regret_generalisation.md").read_text()
+    assert (figures / "truth" / "regret_mpich@flat.png").stat().st_size > 0

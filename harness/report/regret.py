@@ -55,6 +55,7 @@ from ..analysis.replay import (  # noqa: F401  (the regret table's rows and curv
     truth_tables,
 )
 from ..fileio import atomic_write_text
+from ..libraries import split_name
 from . import style, tables
 from .regret_judged import (JUDGED_CAPTION, JUDGED_COLUMNS, JUDGED_SHARES, judge_table,
                             judged_display, judged_panel)
@@ -87,14 +88,49 @@ def time_range(mid, low, high) -> str:
     return f"{text} [{tables.format_time(low)[0]}, {tables.format_time(high)[0]}]"
 
 
-def display(frame: pd.DataFrame) -> pd.DataFrame:
-    """``regret.csv`` as printed: units, ranges, percentages."""
+def library_titles(summary: pd.DataFrame, libraries) -> dict[str, str]:
+    """Each library's name in the tables and figures: the catalogue's title (``MPICH``); a
+    simulated installation ``<family>@<platform>`` as ``style.library_label`` gives it
+    (``openmpi@flat (simulated Open MPI 4.1.2)``), so a simulated truth never reads as a
+    measured one."""
+    out = {}
+    for library in libraries:
+        if not split_name(library)[1]:
+            out[library] = style.library_title(library)
+            continue
+        versions = (summary.loc[summary["library"] == library, "library_version"].dropna()
+                    if "library_version" in summary else pd.Series(dtype=object))
+        out[library] = style.library_label(library, versions.iloc[0] if len(versions) else None)
+    return out
+
+
+def simulated_note(summary: pd.DataFrame, libraries) -> str:
+    """The captions' sentence for a truth of simulated libraries ("" for a measured one)."""
+    simulated = [lib for lib in libraries if split_name(lib)[1]]
+    if not simulated:
+        return ""
+    platforms = ", ".join(sorted({split_name(lib)[1] for lib in simulated}))
+    simulator = (summary["simulator"].dropna().astype(str).replace("", np.nan).dropna()
+                 if "simulator" in summary else pd.Series(dtype=object))
+    by = f" ({simulator.iloc[0]})" if len(simulator) else ""
+    return (f" Truth simulated{by} on platform(s) {platforms}: SMPI's copies of the libraries' "
+            f"selection and algorithms, one exact call per cell, so a cell's machine time is "
+            f"its simulated time.")
+
+
+def title_of(library: str, titles: dict | None) -> str:
+    return (titles or {}).get(library) or style.library_title(library)
+
+
+def display(frame: pd.DataFrame, titles: dict | None = None) -> pd.DataFrame:
+    """``regret.csv`` as printed: units, ranges, percentages (``titles``: the libraries'
+    names, ``library_titles``)."""
     out = []
     for r in frame.to_dict("records"):
         auto = r["policy"] == AUTOTUNER_LABEL
         num = (lambda k: r.get(k) if isinstance(r.get(k), (int, float)) else math.nan)
         out.append({
-            "library": style.library_title(r["library"]), "policy": r["policy"],
+            "library": title_of(r["library"], titles), "policy": r["policy"],
             "seeds (reached)": "" if auto else f"{int(r['seeds'])} ({int(r['reached'])})",
             "cells to 5 %": (f"{int(r['calls'])} calls, {int(r['points'])} points" if auto else
                              count_range(num("cells_5pct"), num("cells_5pct_low"),
@@ -116,11 +152,11 @@ def display(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def generalisation_display(frame: pd.DataFrame) -> pd.DataFrame:
+def generalisation_display(frame: pd.DataFrame, titles: dict | None = None) -> pd.DataFrame:
     out = []
     for r in frame.to_dict("records"):
         held = f"{r['held_out']} = {int(r['value'])}" if r.get("held_out") else "none"
-        out.append({"library": style.library_title(r["library"]), "held out": held,
+        out.append({"library": title_of(r["library"], titles), "held out": held,
                     "points": str(int(r["points"])),
                     "trained on (cells)": "" if r.get("note") else str(int(r["trained_cells"])),
                     "mean regret": percent(r.get("mean_regret")),
@@ -131,15 +167,20 @@ def generalisation_display(frame: pd.DataFrame) -> pd.DataFrame:
 
 def figure(curves: pd.DataFrame, table: pd.DataFrame, library: str, path,
            autotuner: dict | None = None, judged_floor: float | None = None,
-           judge_name: str = "judge", surrogate: str = DEFAULT_SURROGATE) -> list[Path]:
+           judge_name: str = "judge", surrogate: str = DEFAULT_SURROGATE,
+           library_name: str | None = None) -> list[Path]:
     """Mean (solid) and worst (dashed) regret against cells measured and machine time; with
     ``judged_floor`` (the exhaustive campaign's regret in the judging campaign), a third panel:
-    the choices' mean regret in the judging campaign against cells measured."""
+    the choices' mean regret in the judging campaign against cells measured. ``library_name``:
+    the library as the title names it (default its catalogue title); a simulated library's
+    time axis is simulated time."""
     from matplotlib.figure import Figure  # no pyplot: drawn in the workflow's threads too
 
     d = curves[curves["library"] == library]
-    title = (f"{style.library_title(library)}: regret of the {SURROGATES[surrogate].TITLE}'s "
-             f"choice vs measurements")
+    title = (f"{library_name or style.library_title(library)}: regret of the "
+             f"{SURROGATES[surrogate].TITLE}'s choice vs measurements")
+    time_label = ("simulated time of the cells (s)" if split_name(library)[1]
+                  else "machine time (s)")
     if d.empty:
         return style.placeholder(path, title, "no replay curves")
     style.setup()
@@ -152,7 +193,7 @@ def figure(curves: pd.DataFrame, table: pd.DataFrame, library: str, path,
     if judged:
         judged_panel(axes[2], d, full["cells"], judged_floor, judge_name)
     for ax, x, label, total in ((axes[0], "cells", "cells measured", full["cells"]),
-                                (axes[1], "machine_time", "machine time (s)",
+                                (axes[1], "machine_time", time_label,
                                  full["machine_time"])):
         for name, group in d.groupby("policy", sort=True):
             color, text = POLICY_STYLE.get(name, ("0.4", name))
@@ -231,13 +272,15 @@ def make_regret(summary: pd.DataFrame, tables_dir, figures_dir,
         summary, truths, judges, seeds, batch, trees, surrogate, judge_name, log)
     tables_dir, figures_dir = Path(tables_dir), Path(figures_dir)
     truth_name = truth_name or Path(tables_dir).parent.name
+    titles = library_titles(summary, truths)
     model = f" Surrogate: {SURROGATES[surrogate].TITLE}." + (
-        f" Truth: {truth_name}, pooled (per cell the mean of their times)." if pool else "")
+        f" Truth: {truth_name}, pooled (per cell the mean of their times)." if pool else "") + (
+        simulated_note(summary, truths))
     written = tables.write_table(frame, tables_dir / "regret", CAPTION + model,
-                                 **tables.cells_of(display(frame)))
+                                 **tables.cells_of(display(frame, titles)))
     written += tables.write_table(gen, tables_dir / "regret_generalisation",
                                   GENERALISATION_CAPTION + model,
-                                  **tables.cells_of(generalisation_display(gen)))
+                                  **tables.cells_of(generalisation_display(gen, titles)))
     if judged:
         frame = pd.DataFrame(judged).reindex(columns=JUDGED_COLUMNS)
         shares = ", ".join(percent(x) for x in JUDGED_SHARES)
@@ -245,7 +288,7 @@ def make_regret(summary: pd.DataFrame, tables_dir, figures_dir,
             frame, tables_dir / "regret_judged",
             JUDGED_CAPTION.format(truth=truth_name, judge=judge_name, shares=shares)
             + model,
-            **tables.cells_of(judged_display(frame)))
+            **tables.cells_of(judged_display(frame, titles)))
     path = tables_dir / "regret_curve.csv"
     atomic_write_text(path, curves.to_csv(index=False))
     written.append(path)
@@ -254,5 +297,5 @@ def make_regret(summary: pd.DataFrame, tables_dir, figures_dir,
                  if library in judges else None)
         written += figure(curves, table, library, figures_dir / f"regret_{library}",
                           points[library], judged_floor=floor, judge_name=judge_name,
-                          surrogate=surrogate)
+                          surrogate=surrogate, library_name=titles[library])
     return written

@@ -31,14 +31,15 @@ JUDGED_CAPTION = ("The choices replayed against {truth} timed in {judge}, anothe
                   "campaign.")
 
 
-def judged_display(frame: pd.DataFrame) -> pd.DataFrame:
+def judged_display(frame: pd.DataFrame, titles: dict | None = None) -> pd.DataFrame:
+    """``regret_judged.csv`` as printed (``titles``: the libraries' names in the table)."""
     out = []
     for r in frame.to_dict("records"):
         ranged = (lambda k: percent(r[k]) if r["policy"] == "exhaustive" or r[f"{k}_low"] ==
                   r[f"{k}_high"] else f"{percent(r[k])} [{percent(r[f'{k}_low'])}, "
                   f"{percent(r[f'{k}_high'])}]")
-        out.append({"library": style.library_title(r["library"]), "policy": r["policy"],
-                    "cells": f"{r['cells']:g} ({percent(r['share'])})",
+        out.append({"library": (titles or {}).get(r["library"]) or style.library_title(r["library"]),
+                    "policy": r["policy"], "cells": f"{r['cells']:g} ({percent(r['share'])})",
                     f"regret in {r['judge']}": ranged("judged_regret"),
                     "cost vs exhaustive": ranged("judged_cost")})
     return pd.DataFrame(out)
