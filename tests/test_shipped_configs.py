@@ -30,6 +30,7 @@ EXPECTED = {
                                    "report_pingpong", "report_simulation", "report_bound"},
     "tuning-truth.yaml": {"report", "report_cross_library"},
     "tuning-truth-slurm.yaml": {"report", "report_cross_library"},
+    "tuning-truth-sim.yaml": {"report", "report_cross_library"},
 }
 CONFIGS = sorted(p.name for p in (REPO / "config").glob("*.yaml"))
 # a measured fit of this machine's probes (default campaign), for the platforms calibrated
