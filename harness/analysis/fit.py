@@ -9,6 +9,7 @@ import hashlib
 import pandas as pd
 
 from .. import models
+from ..libraries import split_name
 from ..results.summary import allreduce_rows, load
 from .vocabulary import timed_mask
 
@@ -24,9 +25,10 @@ def fit_campaign(summary_csv, library: str = "openmpi", source: str = "native",
     algorithm."""
     if source not in ("native", "harness"):
         raise ValueError(f"source: expected 'native' or 'harness', got {source!r}")
-    if source == "native" and library != "openmpi":
+    if source == "native" and split_name(library)[0] != "openmpi":
         raise ValueError(f"library: the Table 1 models are of Open MPI's algorithms; native "
-                         f"fits need library 'openmpi', got {library!r}")
+                         f"fits need library 'openmpi' (or a simulated 'openmpi@<platform>'), "
+                         f"got {library!r}")
     df = allreduce_rows(load(summary_csv))
     # the cells that carry a time, undelayed (delay mode none, or a max delay of 0)
     df = df[timed_mask(df) & ((df["delay"] == "none") | (df["max_delay"] == 0))]

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from .. import models, paths
+from ..libraries import split_name
 from ..models import maxrate
 from .auto_vs_best import load_summary
 from .node_aware import load
@@ -349,7 +350,8 @@ def measured_suara(summary_csv) -> Region | None:
     if not _given(summary_csv):
         return None
     d = _measured_rows(summary_csv)
-    keep = (d["algorithm"] == SUARA) | ((d["library"] == "openmpi") & (d["kind"] == "native"))
+    openmpi = d["library"].map(lambda lib: split_name(lib)[0] == "openmpi")
+    keep = (d["algorithm"] == SUARA) | (openmpi & (d["kind"] == "native"))
     return _region(d[keep])
 
 

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .. import models
+from ..libraries import split_name
 from ..results.store import row_json
 from .auto_vs_best import load_summary
 from .best import fastest
@@ -43,18 +44,37 @@ def load(summary_csv) -> pd.DataFrame:
     return d
 
 
+def is_openmpi(library: pd.Series) -> pd.Series:
+    """Rows of Open MPI's family: ``openmpi`` measured or ``openmpi@<platform>`` simulated."""
+    return library.map(lambda lib: split_name(lib)[0] == "openmpi")
+
+
+def openmpi_library(summary_csv) -> str:
+    """The summary's Open MPI installation to fit: ``openmpi`` when it has rows, else its only
+    simulated one (``openmpi@<platform>``), else ``openmpi``."""
+    try:
+        libs = set(load_summary(summary_csv)["library"].astype(str))
+    except (OSError, KeyError, ValueError):
+        return "openmpi"
+    simulated = sorted(lib for lib in libs if split_name(lib)[0] == "openmpi" and split_name(lib)[1])
+    return "openmpi" if "openmpi" in libs or len(simulated) != 1 else simulated[0]
+
+
 def fitted_params(summary_csv, gamma: float | None = None) -> tuple[models.Params, str]:
     """Parameters fitted to the summary's Open MPI native cells (gamma measured here unless
-    given), or the paper's."""
+    given), or the paper's. A campaign with no measured Open MPI but one simulated
+    installation (``openmpi@<platform>``) is fitted to that one's cells."""
+    library = openmpi_library(summary_csv)
     try:
-        p = fit_campaign(summary_csv, library="openmpi", source="native", gamma=gamma)
+        p = fit_campaign(summary_csv, library=library, source="native", gamma=gamma)
         missing = [a for a in models.ALL6 if a not in p.ab]
         if missing:  # the rest from the paper, said so
             ab = dict(p.ab)
             ab.update({a: models.Params.paper().ab[a] for a in missing})
             p = models.Params(ab=ab, gamma=p.gamma, m_s=p.m_s,
                               provenance={**p.provenance, "from_paper": missing})
-        return p, "fitted to this campaign's Open MPI cells"
+        return p, ("fitted to this campaign's Open MPI cells" if library == "openmpi" else
+                   f"fitted to this campaign's {library} cells (simulated)")
     except (ValueError, KeyError, OSError):
         return models.Params.paper(), "paper Table 4"
 
@@ -228,7 +248,7 @@ def modelled(d: pd.DataFrame, params: models.Params) -> pd.DataFrame:
     model's time)."""
     c = d[d["algorithm"].isin(list(TO_MODEL)) & (d["procs"] > 1)]
     if "library" in c.columns:
-        c = c[(c["kind"] != "native") | (c["library"] == "openmpi")]
+        c = c[(c["kind"] != "native") | is_openmpi(c["library"])]
     c = c.sort_values(["library", "algorithm", "procs", "size"])
     m = c["algorithm"].map(model_name)
     return c.assign(model=m, predicted=[models.cost(a, int(p), float(s), params) for a, p, s

@@ -61,8 +61,9 @@ def register(sub) -> None:
                                    "reduction here). Writes results/<campaign>/model_params.json, "
                                    "usable as `harness model suara2|rd|smp|nap --params FILE`.")
     p.add_argument("campaign", help="campaign name (results/<campaign>/summary.csv)")
-    p.add_argument("--library", default="openmpi", choices=["mpich", "openmpi", "impi"],
-                   help="library of the Table 1 fit and of the max-rate parameters")
+    p.add_argument("--library", default="openmpi", type=_family_library,
+                   help="library of the Table 1 fit and of the max-rate parameters: mpich, "
+                        "openmpi, impi, or a simulated <family>@<platform> (openmpi@shaheen)")
     p.add_argument("--source", default="native", choices=["native", "harness"],
                    help="fit Open MPI's native algorithms or the harness's own")
     p.add_argument("--gamma", type=positive_float, default=None,
@@ -229,6 +230,16 @@ def cmd_model_project(args, parser) -> int:
     for path in out["written"]:
         print(f"wrote {path}")
     return 0
+
+
+def _family_library(text: str) -> str:
+    """A library of a known family, measured (``openmpi``) or simulated (``openmpi@shaheen``)."""
+    from ..libraries import FAMILIES, split_name
+    family, platform = split_name(text)
+    if family not in FAMILIES or platform == "":
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(FAMILIES)} or "
+                                         f"<family>@<platform>, got {text!r}")
+    return text
 
 
 def cmd_fit(args, parser) -> int:

@@ -52,6 +52,23 @@ LAYOUT = tables.Layout(placement="t", align="l", bold_header=True, bold_caption=
                        escape=False, placeholder="–")
 
 
+def _lib(r) -> str:
+    """A row's library as the tables print it: a simulated installation as
+    ``openmpi@<platform> (simulated Open MPI 4.1.2)``, a measured one as its name."""
+    lib = str(r["library"])
+    if "@" not in lib:
+        return lib
+    return style.library_label(lib, r.get("library_version") if hasattr(r, "get") else None)
+
+
+def _titles(d: pd.DataFrame) -> dict:
+    """Panel titles per library: a simulated installation labelled as such (``_lib``)."""
+    if "library_version" not in d.columns:
+        return {}
+    return {lib: _lib({"library": lib, "library_version": v})
+            for lib, v in d.groupby("library")["library_version"].first().items()}
+
+
 def _t(seconds) -> str:
     return tables.format_time(float(seconds))[0] or "–"
 
@@ -76,7 +93,7 @@ def choice_table(d: pd.DataFrame, params: models.Params) -> pd.DataFrame:
         rec = r["r"]
         pr, pc = rec.get("P_r"), rec.get("P_c")
         rows.append({
-            "library": r["library"], "P": int(r["procs"]), "size": tables.format_size(r["size"]),
+            "library": _lib(r), "P": int(r["procs"]), "size": tables.format_size(r["size"]),
             "grid": f"{pr} x {pc}" if pr else "–",
             "combination": f"({rec.get('row', '?')}, {rec.get('col', '?')})",
             "model": {None: "grid wins", "single": "single predicted faster",
@@ -97,7 +114,7 @@ def choice_table(d: pd.DataFrame, params: models.Params) -> pd.DataFrame:
 
 
 def model_table(d: pd.DataFrame, params: models.Params) -> pd.DataFrame:
-    rows = [{"library": r["library"], "algorithm": r["algorithm"], "model": r["model"],
+    rows = [{"library": _lib(r), "algorithm": r["algorithm"], "model": r["model"],
              "P": int(r["procs"]), "size": tables.format_size(r["size"]),
              "measured": _t(r["mean"]), "model time": _t(r["predicted"]),
              "measured / model": f"{r['mean'] / r['predicted']:.2f}" if r["predicted"] > 0 else "–"}
@@ -176,6 +193,7 @@ def speedup_figure(d: pd.DataFrame, params: models.Params, how: str, path) -> li
     size, a panel per library; dotted the model's best grid over the best single algorithm,
     grey a sqrt(P) through the first point."""
     rows = speedups(d)
+    titles = _titles(d)
     colour = facets.sequential_look(rows["size"])
 
     def look(line: str) -> facets.Look:
@@ -198,7 +216,7 @@ def speedup_figure(d: pd.DataFrame, params: models.Params, how: str, path) -> li
         reference=1.0, look=look, after=model, ylabel="speedup of SUARA2",
         label=lambda x: f"{tables.format_size(_speedup_line(x)[0])} vs {_speedup_line(x)[1]}",
         order=lambda lines: sorted(lines, key=_speedup_line),
-        panel_title=lambda k: style.library_title(k["library"]),
+        panel_title=lambda k: titles.get(k["library"]) or style.library_title(k["library"]),
         notes=(f"dotted: model, best grid vs best single ({how}); grey: ∝ sqrt(P) through the "
                "first point",))
     return facets.figure(spec, rows, path, empty="no SUARA2 cells (experiment 'suara')")
@@ -208,6 +226,7 @@ def grid_figure(d: pd.DataFrame, params: models.Params, how: str, path) -> list[
     """Time against the process columns P_c of the grid (Fig. 7), a panel per library, P and
     algorithm pair, a colour per size; dotted the model, dashed sqrt(P)."""
     s, keys = grid_sweeps(d)  # one algorithm in rows and columns (tables/suara_agreement: all)
+    titles = _titles(d)
     # log axis: a CI reaching below zero (few noisy repetitions) is drawn down to y/10
     s = s.assign(ci_low=np.maximum(s["ci_low"], s["mean"] / 10))
     colour = facets.sequential_look(s["size"])
@@ -224,7 +243,8 @@ def grid_figure(d: pd.DataFrame, params: models.Params, how: str, path) -> list[
 
     def title(key) -> str:
         lib, P, row, col = keys[key["panel"]]
-        return f"{style.library_title(lib)}, P={int(P)}, ({style.short(row)}, {style.short(col)})"
+        name = titles.get(lib) or style.library_title(lib)
+        return f"{name}, P={int(P)}, ({style.short(row)}, {style.short(col)})"
 
     spec = facets.Spec(
         x="P_c", series="size", cols="panel", wrap=3, xlog=True, look=colour,
