@@ -140,8 +140,9 @@ def partition(cfg) -> tuple[list[Run], list[NotApplicable]]:
                                             f"{cfg.source}: experiments.{ex.name}.params: "
                                             f"{exc.args[0]}") from None
                                     key = (libname, env, procs, nodes, level, cell.platform)
-                                    reason = (simulation.not_simulable(lib, cell) if simulated
-                                              else not_applicable(lib, cell))
+                                    # a simulated one also where SMPI has no copy of it
+                                    reason = ((simulated and simulation.not_simulable(lib, cell))
+                                              or not_applicable(lib, cell))
                                     if reason:  # decided here: never launched
                                         skipped.setdefault(key, {}).setdefault(
                                             cell.cell_id, (cell, reason))
