@@ -57,6 +57,7 @@ from ..analysis.node_aware import (
 from ..analysis.netparams import maxrate_params
 from ..analysis.projection import NA_SUMMARY, node_aware_map
 from ..analysis.vocabulary import is_timed, oversubscribed_mask, timed_mask
+from ..libraries import split_name
 from ..models import maxrate
 from ..units import format_number
 
@@ -68,12 +69,21 @@ SPEEDUPS = {"NAP vs RD": "recursive_doubling", "NAP vs SMP": "smp",
             "NAP vs MPICH SMP (native)": "native:smp@mpich"}
 
 
+def library_name(lib: str, version=None) -> str:
+    """A library as the tables and figures name it: a measured one by its title, a simulated
+    installation (``<family>@<platform>``) as ``style.library_label`` gives it,
+    ``mpich@<platform> (simulated MPICH 3.3b)``."""
+    if split_name(lib)[1]:
+        return style.library_label(lib, version)
+    return style.library_title(lib)
+
+
 def native_label(series: str) -> str:
     """``MPICH SMP (native)`` for ``native:smp@mpich``; ``AUTO Open MPI`` for AUTO."""
     alg, lib = series.split("@", 1)
     if alg == "native:auto":
-        return f"AUTO {style.library_title(lib)}"
-    return f"{style.library_title(lib)} {style.short(alg)} (native)"
+        return f"AUTO {library_name(lib)}"
+    return f"{library_name(lib)} {style.short(alg)} (native)"
 
 
 def _look(series: str) -> facets.Look:
@@ -132,7 +142,7 @@ def write_counts(table: pd.DataFrame, base: Path) -> list[Path]:
     return tables.write_table(table, base, caption, header=header, rows=rows, layout=LAYOUT)
 
 
-def write_times(table: pd.DataFrame, base: Path) -> list[Path]:
+def write_times(table: pd.DataFrame, base: Path, library: str | None = None) -> list[Path]:
     nats = native_series(table)
     header = (["ppn", "P", "nodes n", "size", "RD", "SMP", "NAP"]
               + [native_label(k) for k in nats]
@@ -164,6 +174,8 @@ def write_times(table: pd.DataFrame, base: Path) -> list[Path]:
         rows.append(row)
     caption = ("Mean time per allreduce of RD, SMP and NAP and NAP's speedup (time of the other "
                "/ time of NAP), per processes per node, P and message size.")
+    if library:
+        caption += f" Library: {library}."
     if nats:
         caption += (" Native columns: the library's own MPI_Allreduce (MPICH's SMP forced, each "
                     "library's AUTO) on the real node layout ('native nodes'); where RD/SMP/NAP "
@@ -244,7 +256,7 @@ def write_fig1_table(table: pd.DataFrame, base: Path) -> list[Path]:
     for r in table.to_dict("records"):
         mean, ci = (tables.format_time(r["mean"], r["ci_low"], r["ci_high"])
                     if is_timed(r) else ("", ""))
-        rows.append([style.library_title(r["library"]), _int(r["nodes"]), _int(r["procs"]),
+        rows.append([library_name(r["library"]), _int(r["nodes"]), _int(r["procs"]),
                      mean + (" ‡" if r["oversubscribed"] else ""), ci, _int(r["n"]),
                      str(r["status"])])
     caption = ("Bienz et al., Fig. 1: time of one MPI_Allreduce of a single double (8 B, sum) "
@@ -260,11 +272,11 @@ def fig1_figure(table: pd.DataFrame, path) -> list[Path]:
     # one line per library across P (P = 16 on one node, then 32 on two, ...); per node count
     # too only when some P was measured on several node counts
     multi = len(t) and t.duplicated(["library", "procs"]).any()
-    t = t.assign(line=[f"{lib}@{int(n)}" if multi else lib for lib, n in zip(t["library"], t["nodes"])])
+    t = t.assign(line=[f"{lib}#{int(n)}" if multi else lib for lib, n in zip(t["library"], t["nodes"])])
     spec = facets.Spec(
         x="procs", series="line", ci="band", ylabel="time per allreduce", panel_size=(5.2, 3.2),
         look=_fig1_look, label=_fig1_label, after=_crowded_span,
-        order=lambda names: sorted(names, key=lambda s: (style.library_sort_key(s.split("@")[0]),
+        order=lambda names: sorted(names, key=lambda s: (style.library_sort_key(s.split("#")[0]),
                                                          _nodes(s))),
         title="MPI_Allreduce of one double against P (Bienz et al., Fig. 1)",
         notes=("AUTO (the library's choice)",))
@@ -273,19 +285,20 @@ def fig1_figure(table: pd.DataFrame, path) -> list[Path]:
 
 
 def _nodes(line: str) -> int:
-    """The node count of a Fig. 1 line ``<library>@<nodes>`` (0: the library's one line)."""
-    return int(line.split("@")[1]) if "@" in line else 0
+    """The node count of a Fig. 1 line ``<library>#<nodes>`` (0: the library's one line; a
+    simulated library's name holds an ``@``)."""
+    return int(line.split("#")[1]) if "#" in line else 0
 
 
 def _fig1_look(line: str) -> facets.Look:
     """The library's look; a line per node count dashed and dotted beyond one node."""
     ls = ("-", "--", ":", "-.")[int(math.log2(max(_nodes(line), 1))) % 4]
-    return dataclasses.replace(facets.library_look(line.split("@")[0]), ls=ls)
+    return dataclasses.replace(facets.library_look(line.split("#")[0]), ls=ls)
 
 
 def _fig1_label(line: str) -> str:
     n = _nodes(line)
-    return style.library_title(line.split("@")[0]) + (f", {n} node{'s' if n > 1 else ''}"
+    return library_name(line.split("#")[0]) + (f", {n} node{'s' if n > 1 else ''}"
                                                       if n else "")
 
 
@@ -307,8 +320,10 @@ def make(inputs) -> list[Path]:
     nat = load_native(summary, like=d)
     written: list[Path] = []
     written += write_counts(counts_table(d), Path(tables_dir) / "node_aware_counts")
-    written += write_times(times_table(d, nat), Path(tables_dir) / "node_aware_times")
-    lib = style.library_title(d["library"].iloc[0]) if len(d) else "no data"
+    version = d["library_version"].iloc[0] if len(d) and "library_version" in d else None
+    lib = library_name(d["library"].iloc[0], version) if len(d) else "no data"
+    written += write_times(times_table(d, nat), Path(tables_dir) / "node_aware_times",
+                           library=lib if len(d) else None)
     layout = ", ".join(sorted(str(v) for v in d["layout"].dropna().unique())) if len(d) else ""
     beside = " (+ native)" if len(nat) else ""
     written += _figure(d, "procs", Path(figures_dir) / "node_aware_vs_procs",
