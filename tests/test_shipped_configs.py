@@ -31,6 +31,8 @@ EXPECTED = {
     "tuning-truth.yaml": {"report", "report_cross_library"},
     "tuning-truth-slurm.yaml": {"report", "report_cross_library"},
     "tuning-truth-sim.yaml": {"report", "report_cross_library"},
+    "sim-suara.yaml": {"report", "report_projection", "report_suara"},
+    "sim-castello.yaml": {"report", "report_cross_library"},
 }
 CONFIGS = sorted(p.name for p in (REPO / "config").glob("*.yaml"))
 # a measured fit of this machine's probes (default campaign), for the platforms calibrated
