@@ -61,10 +61,9 @@ def test_sim_pap_plans_tables_3_4_and_fig_12(results_root):
     c = campaign("sim-pap.yaml", results_root)
     assert c.cfg.campaign == "sim-pap" and not c.not_applicable
     all_cells = cells(c)
-    assert len(all_cells) == 180 and len(c.runs) == 14
+    assert len(all_cells) == 102 and len(c.runs) == 7
     assert {r.library for r in c.runs.values()} == {"openmpi@tryton"}
-    assert sorted(r.procs for r in c.runs.values()) == [4, 6, 8, 10, 12, 16, 20, 24, 28, 32,
-                                                        36, 40, 44, 48]
+    assert sorted(r.procs for r in c.runs.values()) == [4, 8, 16, 24, 32, 40, 48]
     assert {x.algorithm for x in all_cells} == {"ring", "rabenseifner", "slt", "prr"}
     assert {x.delay for x in all_cells} == {"none", "one-late", "rand-late"}
     assert max(x.max_delay for x in all_cells) == pytest.approx(1.0)
@@ -73,5 +72,7 @@ def test_sim_pap_plans_tables_3_4_and_fig_12(results_root):
               and x.delay in ("none", "one-late")]
     assert Counter(x.algorithm for x in table3) == {"ring": 8, "rabenseifner": 8, "slt": 8,
                                                     "prr": 8}
-    assert max(x.size for x in all_cells) == 8 << 20
+    assert max(x.size for x in all_cells) == 4 << 20   # 4 M and 8 M floats left out (memory)
+    rand = [x for x in all_cells if x.delay == "rand-late"]
+    assert len(rand) == 14 and {x.size for x in rand} == {4 << 20}
     assert max(c.memory_mb(r) for r in c.runs.values()) < 8000
