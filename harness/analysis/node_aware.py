@@ -43,6 +43,17 @@ def _from_params(params: dict, procs) -> dict:
         return {}
 
 
+def _simulated(record: dict, procs, nodes) -> dict:
+    """A simulated cell of an algorithm that records no layout (RD): its ranks sit on the
+    platform's hosts in blocks, ``nodes`` of them (the real layout of the simulation)."""
+    try:
+        if record.get("simulated") and int(nodes) > 0:
+            return {"layout": "real", "ppn": -(-int(procs) // int(nodes)), "n_nodes": int(nodes)}
+    except (TypeError, ValueError):
+        pass
+    return {}
+
+
 def read_summary(summary) -> pd.DataFrame:
     """The typed summary of ``summary`` (a path or a frame), a copy the caller may change."""
     return typed(summary).copy() if isinstance(summary, pd.DataFrame) else typed_summary(summary)
@@ -55,8 +66,9 @@ def load(summary_csv) -> pd.DataFrame:
     rec = d["record"].map(row_json)
     # a cell that never finished has no record: its layout and ppn come from its parameters
     params = d["params"].map(row_json)
-    rec = pd.Series([r if "layout" in r else _from_params(p, procs)
-                     for r, p, procs in zip(rec, params, d["procs"])], index=d.index, dtype=object)
+    rec = pd.Series([r if "layout" in r else (_from_params(p, procs) or _simulated(r, procs, n))
+                     for r, p, procs, n in zip(rec, params, d["procs"], d["nodes"])],
+                    index=d.index, dtype=object)
     d = d.loc[rec.map(lambda r: "layout" in r).astype(bool)].copy()
     rec = rec[d.index]
     for key in ("ppn", "n_nodes", "inter_msgs", "intra_msgs", "inter_bytes", "intra_bytes",
