@@ -33,6 +33,8 @@ EXPECTED = {
     "tuning-truth-sim.yaml": {"report", "report_cross_library"},
     "sim-suara.yaml": {"report", "report_projection", "report_suara"},
     "sim-castello.yaml": {"report", "report_cross_library"},
+    "sim-nap.yaml": {"report", "report_node_aware", "report_projection"},
+    "sim-pap.yaml": {"report", "report_pap"},
 }
 CONFIGS = sorted(p.name for p in (REPO / "config").glob("*.yaml"))
 # a measured fit of this machine's probes (default campaign), for the platforms calibrated

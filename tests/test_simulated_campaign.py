@@ -227,3 +227,12 @@ def test_delayed_cells_are_simulated_in_rounds_and_timed_from_each_arrival(resul
     rebuild_summary(campaign.store)
     report = check_store(campaign.store)
     assert report.ok, report.problems
+
+
+def test_a_platform_name_says_what_a_name_may_hold(results_root):
+    doc = config()
+    doc["platforms"]["Bad-Name"] = doc["platforms"].pop("two")
+    with pytest.raises(ConfigError, match=r"c.yaml: platforms: 'Bad-Name' is not a valid name "
+                                          r"\(a lower-case letter, then lower-case letters, "
+                                          r"digits and '_'\)"):
+        validate(doc, source="c.yaml")

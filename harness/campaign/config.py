@@ -392,6 +392,11 @@ def _explain(err) -> str:
     if err.validator == "type":
         return f"expected {err.validator_value}, got {err.instance!r}"
     if err.validator == "pattern" or err.validator == "propertyNames":
+        pattern = (err.validator_value if err.validator == "pattern"
+                   else (err.validator_value or {}).get("pattern", ""))
+        if pattern == "^[a-z][a-z0-9_]*$":  # installations and platforms
+            return (f"{err.instance!r} is not a valid name (a lower-case letter, then lower-case "
+                    f"letters, digits and '_')")
         return f"{err.instance!r} is not a valid name (letters, digits, '.', '_', '-')"
     return f"{err.message}"
 
