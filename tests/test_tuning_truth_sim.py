@@ -6,6 +6,7 @@ not-applicable), and no stage that launches MPI."""
 from __future__ import annotations
 
 import collections
+from dataclasses import replace
 
 import pytest
 import yaml
@@ -19,6 +20,7 @@ PROCS = [4, 8, 12, 16, 32, 48, 64, 128]
 SIZES = [4096, 16384, 65536, 262144, 1 << 20, 2 << 20, 4 << 20]
 # algorithms SMPI copies per family, AUTO included (harness/data/libraries.yaml, smpi:)
 ALGORITHMS = {"openmpi": 7, "mpich": 5, "impi": 10}
+APPLIES = "not applicable: the catalogue requires"
 
 pytestmark = pytest.mark.skipif(loader.available() is not None,
                                 reason=f"SimGrid: {loader.available()}")
@@ -43,7 +45,16 @@ def test_the_simulated_truth_plans_every_family_on_both_platforms(campaign):
     assert cfg.tune.get("surrogate") == "forest" and not cfg.tune.get("enabled")
     cells = collections.defaultdict(set)
     nodes = collections.defaultdict(set)
-    for run in campaign.runs.values():
+    # the whole matrix: the simulated runs and the cells outside their algorithm's condition
+    # (catalogue's applies, or no SMPI copy), recorded not-applicable, never simulated
+    # the matrix SMPI can copy: the simulated runs and the cells outside their algorithm's
+    # catalogue condition (applies), recorded not-applicable and never simulated; not those
+    # SMPI has no copy of
+    outside = [replace(n.run, cells=tuple(c for c in n.run.cells
+                                          if n.reasons[c.cell_id].startswith(APPLIES)))
+               for n in campaign.not_applicable.values()]
+    assert any(r.cells for r in outside)
+    for run in [*campaign.runs.values(), *outside]:
         assert run.platform, f"{run.library}: a run of the simulated truth is not simulated"
         for c in run.cells:
             assert c.kind == "native" and c.delay == "none" and c.dtype == "float32"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from .. import fileio, models, paths
 from ..analysis import netparams
+from ..libraries import FAMILIES, split_name
 from ..models import maxrate
 from ..results import store as results
 from ..units import format_size, format_time, parse_size
@@ -234,7 +235,6 @@ def cmd_model_project(args, parser) -> int:
 
 def _family_library(text: str) -> str:
     """A library of a known family, measured (``openmpi``) or simulated (``openmpi@shaheen``)."""
-    from ..libraries import FAMILIES, split_name
     family, platform = split_name(text)
     if family not in FAMILIES or platform == "":
         raise argparse.ArgumentTypeError(f"expected one of {', '.join(FAMILIES)} or "
